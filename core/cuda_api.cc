@@ -1,0 +1,130 @@
+#include "encore/core/cuda_api.h"
+
+#include <array>
+#include <cassert>
+
+namespace encore {
+namespace {
+
+constexpr std::string_view kNames[] = {
+#define ENCORE_X_(name, fn) #fn,
+    ENCORE_CUDA_API_LIST(ENCORE_X_)
+#undef ENCORE_X_
+};
+constexpr std::string_view kShortNames[] = {
+#define ENCORE_X_(name, fn) #name,
+    ENCORE_CUDA_API_LIST(ENCORE_X_)
+#undef ENCORE_X_
+};
+constexpr int kNumCalls = static_cast<int>(CudaCall::kCount);
+
+const CudaApi kReal = {
+#define ENCORE_X_(name, fn) &::fn,
+    ENCORE_CUDA_API_LIST(ENCORE_X_)
+#undef ENCORE_X_
+};
+
+struct Plan {
+  std::atomic<int> calls{0};
+  std::atomic<int> failed{0};
+  std::atomic<int> fail_from{0};  // 1-based call number; 0 = never
+  std::atomic<int> fail_to{0};    // inclusive
+  std::atomic<int> error{0};
+};
+std::array<Plan, kNumCalls> g_plans;
+
+// Returns true with *err set when this call is one to fail.
+bool Hit(CudaCall call, cudaError_t* err) {
+  Plan& p = g_plans[static_cast<int>(call)];
+  int n = p.calls.fetch_add(1, std::memory_order_relaxed) + 1;
+  int from = p.fail_from.load(std::memory_order_relaxed);
+  if (from != 0 && n >= from && n <= p.fail_to.load(std::memory_order_relaxed)) {
+    p.failed.fetch_add(1, std::memory_order_relaxed);
+    *err = static_cast<cudaError_t>(p.error.load(std::memory_order_relaxed));
+    return true;
+  }
+  return false;
+}
+
+template <CudaCall C, auto Real>
+struct Injected;
+template <CudaCall C, typename... A, cudaError_t (*Real)(A...)>
+struct Injected<C, Real> {
+  static cudaError_t Fn(A... a) {
+    cudaError_t err;
+    if (Hit(C, &err)) return err;
+    return Real(a...);
+  }
+};
+
+const CudaApi kInjected = {
+#define ENCORE_X_(name, fn) &Injected<CudaCall::k##name, &::fn>::Fn,
+    ENCORE_CUDA_API_LIST(ENCORE_X_)
+#undef ENCORE_X_
+};
+
+std::atomic<bool> g_injector_alive{false};
+
+}  // namespace
+
+namespace internal {
+std::atomic<const CudaApi*> g_cuda_api{&kReal};
+}  // namespace internal
+
+const CudaApi& RealCudaApi() { return kReal; }
+
+std::string_view CudaCallName(CudaCall call) {
+  int i = static_cast<int>(call);
+  return i >= 0 && i < kNumCalls ? kNames[i] : std::string_view("unknown");
+}
+
+std::optional<CudaCall> CudaCallFromName(std::string_view name) {
+  for (int i = 0; i < kNumCalls; ++i) {
+    if (kNames[i] == name || kShortNames[i] == name) return static_cast<CudaCall>(i);
+  }
+  return std::nullopt;
+}
+
+CudaFaultInjector::CudaFaultInjector() {
+  bool was = g_injector_alive.exchange(true);
+  assert(!was && "one CudaFaultInjector at a time");
+  (void)was;
+  ResetCounts();
+  ClearFailures();
+  internal::g_cuda_api.store(&kInjected);
+}
+
+CudaFaultInjector::~CudaFaultInjector() {
+  internal::g_cuda_api.store(&kReal);
+  ClearFailures();
+  g_injector_alive.store(false);
+}
+
+void CudaFaultInjector::FailNth(CudaCall call, int nth, cudaError_t error, int times) {
+  Plan& p = g_plans[static_cast<int>(call)];
+  int base = p.calls.load();
+  p.error.store(static_cast<int>(error));
+  p.fail_to.store(base + nth + times - 1);
+  p.fail_from.store(base + nth);
+}
+
+void CudaFaultInjector::ClearFailures() {
+  for (Plan& p : g_plans) p.fail_from.store(0);
+}
+
+int CudaFaultInjector::Count(CudaCall call) const {
+  return g_plans[static_cast<int>(call)].calls.load();
+}
+
+int CudaFaultInjector::Failed(CudaCall call) const {
+  return g_plans[static_cast<int>(call)].failed.load();
+}
+
+void CudaFaultInjector::ResetCounts() {
+  for (Plan& p : g_plans) {
+    p.calls.store(0);
+    p.failed.store(0);
+  }
+}
+
+}  // namespace encore

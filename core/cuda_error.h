@@ -1,0 +1,44 @@
+// CUDA error codes as Status, and the thin macros that check a CUDA call.
+// The work (naming the error, choosing the code) is out of line so the macros
+// add little code at each call site.
+#ifndef ENCORE_CORE_CUDA_ERROR_H_
+#define ENCORE_CORE_CUDA_ERROR_H_
+
+#include <cuda_runtime_api.h>
+
+#include <string_view>
+
+#include "encore/core/status.h"
+
+namespace encore {
+
+// The code a CUDA error maps to: out of memory -> kResourceExhausted; capture
+// errors -> kFailedPrecondition; bad arguments -> kInvalidArgument; no device
+// or driver, or a context a device fault has poisoned -> kUnavailable; not
+// supported -> kUnimplemented; anything else -> kInternal.
+StatusCode CudaErrorCode(cudaError_t err);
+
+// True for the errors that mean a capture cannot go on (unsupported call,
+// invalidated, unjoined, wrong thread...): a method that did this is not
+// graphable, which is expected, not a bug.
+bool IsCaptureError(cudaError_t err);
+
+// True for sticky errors after which the context cannot be used again (a
+// device trap, an illegal address): every later CUDA call in the process fails.
+bool IsContextLostError(cudaError_t err);
+
+// "cudaGraphLaunch: cudaErrorInvalidValue (invalid argument)", with `context`
+// appended after "; " when given. OK for cudaSuccess.
+Status CudaStatus(cudaError_t err, std::string_view api, std::string_view context = {});
+
+}  // namespace encore
+
+// Returns a Status from the enclosing function when the CUDA call fails.
+#define ENCORE_CUDA_RETURN_IF_ERROR(call)                                   \
+  do {                                                                     \
+    cudaError_t encore_cuda_err_ = (call);                                 \
+    if (encore_cuda_err_ != cudaSuccess)                                   \
+      return ::encore::CudaStatus(encore_cuda_err_, #call);                \
+  } while (0)
+
+#endif  // ENCORE_CORE_CUDA_ERROR_H_

@@ -1,0 +1,39 @@
+// GPU tests skip, with the reason, on machines where no device is visible, so
+// a GPU test binary run on a CPU machine says why instead of failing.
+#ifndef ENCORE_CORE_GPU_TEST_UTIL_H_
+#define ENCORE_CORE_GPU_TEST_UTIL_H_
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace encore::testing {
+
+// Empty when a device is usable, else why not.
+inline std::string NoGpuReason() {
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    return std::string("no CUDA device visible: cudaGetDeviceCount returned ") + cudaGetErrorName(err);
+  }
+  if (n == 0) return "no CUDA device visible: cudaGetDeviceCount returned 0 devices";
+  return {};
+}
+
+}  // namespace encore::testing
+
+#define ENCORE_REQUIRE_GPU()                                            \
+  do {                                                                  \
+    std::string encore_reason_ = ::encore::testing::NoGpuReason();      \
+    if (!encore_reason_.empty()) GTEST_SKIP() << encore_reason_;        \
+  } while (0)
+
+// A CUDA call in a test that must succeed.
+#define ENCORE_CUDA_ASSERT(call)                                             \
+  do {                                                                       \
+    cudaError_t encore_e_ = (call);                                          \
+    ASSERT_EQ(encore_e_, cudaSuccess) << #call << ": " << cudaGetErrorName(encore_e_); \
+  } while (0)
+
+#endif  // ENCORE_CORE_GPU_TEST_UTIL_H_

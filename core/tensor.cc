@@ -1,0 +1,146 @@
+#include "encore/core/tensor.h"
+
+#include <algorithm>
+
+namespace encore {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return 4;
+    case DType::kFloat16: return 2;
+    case DType::kBFloat16: return 2;
+    case DType::kFloat64: return 8;
+    case DType::kInt64: return 8;
+    case DType::kInt32: return 4;
+    case DType::kInt8: return 1;
+    case DType::kUInt8: return 1;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat64: return "float64";
+    case DType::kInt64: return "int64";
+    case DType::kInt32: return "int32";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kBool: return "bool";
+  }
+  return "unknown";
+}
+
+Dims::Dims(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims) {
+    if (!push_back(d)) overflowed_ = true;
+  }
+}
+
+StatusOr<Dims> Dims::FromSpan(const int64_t* data, size_t n) {
+  if (n > static_cast<size_t>(kMaxRank)) {
+    return InvalidArgumentError("rank " + std::to_string(n) + " exceeds the maximum of " +
+                                std::to_string(kMaxRank));
+  }
+  Dims d;
+  for (size_t i = 0; i < n; ++i) d.push_back(data[i]);
+  return d;
+}
+
+bool Dims::push_back(int64_t d) {
+  if (rank_ >= kMaxRank) return false;
+  v_[rank_++] = d;
+  return true;
+}
+
+bool operator==(const Dims& a, const Dims& b) {
+  return a.rank_ == b.rank_ && std::equal(a.begin(), a.end(), b.begin());
+}
+
+std::string Dims::ToString() const {
+  std::string s = "(";
+  for (int i = 0; i < rank_; ++i) {
+    if (i) s += ',';
+    s += std::to_string(v_[i]);
+  }
+  s += ')';
+  return s;
+}
+
+int64_t TensorRef::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Strides TensorRef::contiguous_strides() const {
+  Strides s;
+  for (int i = 0; i < shape.size(); ++i) s.push_back(0);
+  int64_t acc = 1;
+  for (int i = shape.size() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  return s;
+}
+
+Strides TensorRef::effective_strides() const {
+  return strides.empty() && !shape.empty() ? contiguous_strides() : strides;
+}
+
+bool TensorRef::is_contiguous() const {
+  if (strides.empty()) return true;
+  Strides c = contiguous_strides();
+  for (int i = 0; i < shape.size(); ++i) {
+    // A dimension of size 1 may carry any stride without moving an element.
+    if (shape[i] != 1 && strides[i] != c[i]) return false;
+  }
+  return true;
+}
+
+size_t TensorRef::span_bytes() const {
+  if (numel() == 0) return 0;
+  Strides s = effective_strides();
+  int64_t last = 0;
+  for (int i = 0; i < shape.size(); ++i) last += (shape[i] - 1) * s[i];
+  return static_cast<size_t>(last + 1) * DTypeSize(dtype);
+}
+
+Status ValidateTensorRef(const TensorRef& t, std::string_view what) {
+  std::string w(what);
+  if (t.shape.overflowed()) {
+    return InvalidArgumentError(w + " has more than " + std::to_string(Dims::kMaxRank) +
+                                " dims");
+  }
+  if (DTypeSize(t.dtype) == 0) {
+    return InvalidArgumentError(w + " has an unknown dtype " +
+                                std::to_string(static_cast<int>(t.dtype)));
+  }
+  for (int i = 0; i < t.shape.size(); ++i) {
+    if (t.shape[i] < 0) {
+      return InvalidArgumentError(w + " has negative size " + std::to_string(t.shape[i]) +
+                                  " in dim " + std::to_string(i));
+    }
+  }
+  if (!t.strides.empty()) {
+    if (t.strides.overflowed() || t.strides.size() != t.shape.size()) {
+      return InvalidArgumentError(w + " has " + std::to_string(t.strides.size()) +
+                                  " strides for rank " + std::to_string(t.shape.size()));
+    }
+    for (int i = 0; i < t.strides.size(); ++i) {
+      if (t.strides[i] < 0) {
+        return InvalidArgumentError(w + " has negative stride " + std::to_string(t.strides[i]) +
+                                    " in dim " + std::to_string(i));
+      }
+    }
+  }
+  if (t.data == nullptr && t.numel() != 0) {
+    return InvalidArgumentError(w + " has a null data pointer and shape " + t.shape.ToString());
+  }
+  return OkStatus();
+}
+
+}  // namespace encore

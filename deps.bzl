@@ -1,0 +1,49 @@
+"""External repositories encore needs; call encore_dependencies() from a WORKSPACE.
+
+Everything resolves offline: the CUDA toolkit and Debian's spdlog, fmt and
+GoogleTest come from the machine, and the rules Bazel 4.2.3 loads on its own
+(rules_cc, rules_java, remote_coverage_tools) are small stand-ins kept in
+third_party/ because Debian's bazel-rules-cc is too new for 4.2.3.
+"""
+
+load("@encore//third_party/cuda:cuda_configure.bzl", "cuda_configure")
+
+def _standin_repository_impl(rctx):
+    for src, dest in rctx.attr.files.items():
+        rctx.symlink(src, dest)
+    for pkg in rctx.attr.packages:
+        rctx.file(pkg + "/BUILD" if pkg else "BUILD", rctx.attr.build)
+    rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
+
+_standin_repository = repository_rule(
+    implementation = _standin_repository_impl,
+    attrs = {
+        "files": attr.label_keyed_string_dict(allow_files = True),
+        "packages": attr.string_list(),
+        "build": attr.string(default = "package(default_visibility = [\"//visibility:public\"])\n"),
+    },
+)
+
+def _standin(name, files, packages, build = None):
+    if name in native.existing_rules():
+        return
+    kwargs = {"build": build} if build else {}
+    _standin_repository(name = name, files = files, packages = packages, **kwargs)
+
+def encore_dependencies():
+    """Declares @cuda and the offline stand-ins unless the caller already has them."""
+    _standin("rules_cc", {"@encore//third_party/standins:rules_cc_defs.bzl": "cc/defs.bzl"}, ["", "cc"])
+    _standin("rules_java", {"@encore//third_party/standins:rules_java_defs.bzl": "java/defs.bzl"}, ["", "java"])
+    _standin(
+        "remote_coverage_tools",
+        {},
+        [""],
+        build = "\n".join([
+            "package(default_visibility = [\"//visibility:public\"])",
+            "filegroup(name = \"coverage_report_generator\", srcs = [])",
+            "filegroup(name = \"lcov_merger\", srcs = [])",
+            "",
+        ]),
+    )
+    if "cuda" not in native.existing_rules():
+        cuda_configure(name = "cuda")

@@ -1,0 +1,18 @@
+package(default_visibility = ["//visibility:public"])
+
+exports_files(["defs.bzl"])
+
+cc_library(
+    name = "headers",
+    hdrs = glob(["include/*.h", "include/crt/*.h", "include/crt/*.hpp", "include/*.hpp"]),
+    includes = ["include"],
+)
+
+# The runtime, linked statically so a binary runs on a machine where nothing
+# is installed but the driver.
+cc_library(
+    name = "cudart_static",
+    srcs = ["lib64/libcudart_static.a"],
+    linkopts = ["-ldl", "-lpthread", "-lrt"],
+    deps = [":headers"],
+)
