@@ -7,19 +7,19 @@ namespace encore {
 namespace {
 
 constexpr std::string_view kNames[] = {
-#define ENCORE_X_(name, fn) #fn,
+#define ENCORE_X_(name, fn, args) #fn,
     ENCORE_CUDA_API_LIST(ENCORE_X_)
 #undef ENCORE_X_
 };
 constexpr std::string_view kShortNames[] = {
-#define ENCORE_X_(name, fn) #name,
+#define ENCORE_X_(name, fn, args) #name,
     ENCORE_CUDA_API_LIST(ENCORE_X_)
 #undef ENCORE_X_
 };
 constexpr int kNumCalls = static_cast<int>(CudaCall::kCount);
 
 const CudaApi kReal = {
-#define ENCORE_X_(name, fn) &::fn,
+#define ENCORE_X_(name, fn, args) static_cast<cudaError_t(*) args>(&::fn),
     ENCORE_CUDA_API_LIST(ENCORE_X_)
 #undef ENCORE_X_
 };
@@ -58,7 +58,7 @@ struct Injected<C, Real> {
 };
 
 const CudaApi kInjected = {
-#define ENCORE_X_(name, fn) &Injected<CudaCall::k##name, &::fn>::Fn,
+#define ENCORE_X_(name, fn, args) &Injected<CudaCall::k##name, static_cast<cudaError_t(*) args>(&::fn)>::Fn,
     ENCORE_CUDA_API_LIST(ENCORE_X_)
 #undef ENCORE_X_
 };

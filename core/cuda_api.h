@@ -17,48 +17,55 @@
 
 #include "encore/core/cuda_error.h"
 
-// X(Name, cuda_function): the calls that go through the seam.
-#define ENCORE_CUDA_API_LIST(X)                                   \
-  X(StreamCreateWithFlags, cudaStreamCreateWithFlags)             \
-  X(StreamDestroy, cudaStreamDestroy)                             \
-  X(StreamSynchronize, cudaStreamSynchronize)                     \
-  X(StreamWaitEvent, cudaStreamWaitEvent)                         \
-  X(StreamBeginCapture, cudaStreamBeginCapture)                   \
-  X(StreamEndCapture, cudaStreamEndCapture)                       \
-  X(StreamIsCapturing, cudaStreamIsCapturing)                     \
-  X(ThreadExchangeStreamCaptureMode, cudaThreadExchangeStreamCaptureMode) \
-  X(EventCreateWithFlags, cudaEventCreateWithFlags)               \
-  X(EventDestroy, cudaEventDestroy)                               \
-  X(EventRecord, cudaEventRecord)                                 \
-  X(EventSynchronize, cudaEventSynchronize)                       \
-  X(EventQuery, cudaEventQuery)                                   \
-  X(GraphCreate, cudaGraphCreate)                                 \
-  X(GraphDestroy, cudaGraphDestroy)                               \
-  X(GraphGetNodes, cudaGraphGetNodes)                             \
-  X(GraphKernelNodeGetParams, cudaGraphKernelNodeGetParams)       \
-  X(GraphInstantiate, cudaGraphInstantiateWithFlags)              \
-  X(GraphExecDestroy, cudaGraphExecDestroy)                       \
-  X(GraphExecUpdate, cudaGraphExecUpdate)                         \
-  X(GraphExecKernelNodeSetParams, cudaGraphExecKernelNodeSetParams) \
-  X(GraphLaunch, cudaGraphLaunch)                                 \
-  X(Malloc, cudaMalloc)                                           \
-  X(Free, cudaFree)                                               \
-  X(MallocAsync, cudaMallocAsync)                                 \
-  X(FreeAsync, cudaFreeAsync)                                     \
-  X(HostAlloc, cudaHostAlloc)                                     \
-  X(FreeHost, cudaFreeHost)                                       \
-  X(HostGetDevicePointer, cudaHostGetDevicePointer)               \
-  X(MemcpyAsync, cudaMemcpyAsync)                                 \
-  X(MemsetAsync, cudaMemsetAsync)                                 \
-  X(MemGetInfo, cudaMemGetInfo)                                   \
-  X(PointerGetAttributes, cudaPointerGetAttributes)               \
-  X(GetDevice, cudaGetDevice)                                     \
-  X(GetDeviceCount, cudaGetDeviceCount)
+// X(Name, cuda_function, (parameter types)): the calls that go through the
+// seam. The parameter types are spelled out because cuda_runtime.h adds C++
+// overloads of several of these, which would make `&::cudaMalloc` ambiguous.
+#define ENCORE_CUDA_API_LIST(X)                                                              \
+  X(StreamCreateWithFlags, cudaStreamCreateWithFlags, (cudaStream_t*, unsigned int))        \
+  X(StreamDestroy, cudaStreamDestroy, (cudaStream_t))                                        \
+  X(StreamSynchronize, cudaStreamSynchronize, (cudaStream_t))                                \
+  X(StreamWaitEvent, cudaStreamWaitEvent, (cudaStream_t, cudaEvent_t, unsigned int))         \
+  X(StreamBeginCapture, cudaStreamBeginCapture, (cudaStream_t, cudaStreamCaptureMode))       \
+  X(StreamEndCapture, cudaStreamEndCapture, (cudaStream_t, cudaGraph_t*))                    \
+  X(StreamIsCapturing, cudaStreamIsCapturing, (cudaStream_t, cudaStreamCaptureStatus*))      \
+  X(ThreadExchangeStreamCaptureMode, cudaThreadExchangeStreamCaptureMode,                    \
+    (cudaStreamCaptureMode*))                                                                \
+  X(EventCreateWithFlags, cudaEventCreateWithFlags, (cudaEvent_t*, unsigned int))            \
+  X(EventDestroy, cudaEventDestroy, (cudaEvent_t))                                           \
+  X(EventRecord, cudaEventRecord, (cudaEvent_t, cudaStream_t))                               \
+  X(EventSynchronize, cudaEventSynchronize, (cudaEvent_t))                                   \
+  X(EventQuery, cudaEventQuery, (cudaEvent_t))                                               \
+  X(GraphCreate, cudaGraphCreate, (cudaGraph_t*, unsigned int))                              \
+  X(GraphDestroy, cudaGraphDestroy, (cudaGraph_t))                                           \
+  X(GraphGetNodes, cudaGraphGetNodes, (cudaGraph_t, cudaGraphNode_t*, size_t*))              \
+  X(GraphKernelNodeGetParams, cudaGraphKernelNodeGetParams,                                  \
+    (cudaGraphNode_t, cudaKernelNodeParams*))                                                \
+  X(GraphInstantiate, cudaGraphInstantiateWithFlags,                                         \
+    (cudaGraphExec_t*, cudaGraph_t, unsigned long long))                                     \
+  X(GraphExecDestroy, cudaGraphExecDestroy, (cudaGraphExec_t))                               \
+  X(GraphExecUpdate, cudaGraphExecUpdate,                                                    \
+    (cudaGraphExec_t, cudaGraph_t, cudaGraphExecUpdateResultInfo*))                          \
+  X(GraphExecKernelNodeSetParams, cudaGraphExecKernelNodeSetParams,                          \
+    (cudaGraphExec_t, cudaGraphNode_t, const cudaKernelNodeParams*))                         \
+  X(GraphLaunch, cudaGraphLaunch, (cudaGraphExec_t, cudaStream_t))                           \
+  X(Malloc, cudaMalloc, (void**, size_t))                                                    \
+  X(Free, cudaFree, (void*))                                                                 \
+  X(MallocAsync, cudaMallocAsync, (void**, size_t, cudaStream_t))                            \
+  X(FreeAsync, cudaFreeAsync, (void*, cudaStream_t))                                         \
+  X(HostAlloc, cudaHostAlloc, (void**, size_t, unsigned int))                                \
+  X(FreeHost, cudaFreeHost, (void*))                                                         \
+  X(HostGetDevicePointer, cudaHostGetDevicePointer, (void**, void*, unsigned int))           \
+  X(MemcpyAsync, cudaMemcpyAsync, (void*, const void*, size_t, cudaMemcpyKind, cudaStream_t)) \
+  X(MemsetAsync, cudaMemsetAsync, (void*, int, size_t, cudaStream_t))                        \
+  X(MemGetInfo, cudaMemGetInfo, (size_t*, size_t*))                                          \
+  X(PointerGetAttributes, cudaPointerGetAttributes, (cudaPointerAttributes*, const void*))   \
+  X(GetDevice, cudaGetDevice, (int*))                                                        \
+  X(GetDeviceCount, cudaGetDeviceCount, (int*))
 
 namespace encore {
 
 enum class CudaCall : int {
-#define ENCORE_X_(name, fn) k##name,
+#define ENCORE_X_(name, fn, args) k##name,
   ENCORE_CUDA_API_LIST(ENCORE_X_)
 #undef ENCORE_X_
   kCount
@@ -70,7 +77,7 @@ std::string_view CudaCallName(CudaCall call);
 std::optional<CudaCall> CudaCallFromName(std::string_view name);
 
 struct CudaApi {
-#define ENCORE_X_(name, fn) decltype(&::fn) name;
+#define ENCORE_X_(name, fn, args) cudaError_t(*name) args;
   ENCORE_CUDA_API_LIST(ENCORE_X_)
 #undef ENCORE_X_
 };

@@ -3,7 +3,7 @@
 #ifndef ENCORE_CORE_GPU_TEST_UTIL_H_
 #define ENCORE_CORE_GPU_TEST_UTIL_H_
 
-#include <cuda_runtime_api.h>
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <string>

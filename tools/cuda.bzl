@@ -58,18 +58,28 @@ def encore_cuda_library(name, srcs, hdrs = [], deps = [], copts = [], **kwargs):
     `hdrs` are this library's public headers; `deps` give nvcc its include
     paths and are linked in. Other cc_library arguments pass through.
     """
+    # The headers as their own library, so nvcc sees them under the same
+    # include_prefix that users of the library do.
+    header_kwargs = {k: kwargs.pop(k) for k in ["include_prefix", "strip_include_prefix"] if k in kwargs}
+    native.cc_library(
+        name = name + "_hdrs",
+        hdrs = hdrs,
+        deps = deps + ["@cuda//:headers"],
+        visibility = ["//visibility:private"],
+        testonly = kwargs.get("testonly", False),
+        **header_kwargs
+    )
     _nvcc_objects(
         name = name + "_nvcc",
         srcs = srcs,
-        hdrs = hdrs,
-        deps = deps + ["@cuda//:headers"],
+        deps = [":" + name + "_hdrs"],
         copts = copts,
         visibility = ["//visibility:private"],
+        testonly = kwargs.get("testonly", False),
     )
     native.cc_library(
         name = name,
         srcs = [":" + name + "_nvcc"],
-        hdrs = hdrs,
-        deps = deps + ["@cuda//:cudart_static"],
+        deps = [":" + name + "_hdrs", "@cuda//:cudart_static"] + deps,
         **kwargs
     )

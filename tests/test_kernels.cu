@@ -1,0 +1,64 @@
+#include "encore/tests/test_kernels.h"
+
+namespace encore::testing {
+namespace {
+
+constexpr int kThreads = 256;
+int Blocks(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads > 0 ? (n + kThreads - 1) / kThreads : 1); }
+
+__global__ void FillKernel(float* p, float v, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) p[i] = v;
+}
+__global__ void AffineKernel(const float* in, float* out, float a, float b, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = in[i] * a + b;
+}
+__global__ void AddBroadcastKernel(const float* in, const float* c, int64_t m, float* out, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = in[i] + c[i % m];
+}
+__global__ void IncrementKernel(float* p, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) p[i] += 1.0f;
+}
+__global__ void AddDeviceScalarKernel(const float* in, const float* s, float* out, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = in[i] + *s;
+}
+__global__ void BumpKernel(int* c) { *c += 1; }
+
+}  // namespace
+
+cudaError_t LaunchFill(float* p, float v, int64_t n, cudaStream_t s) {
+  FillKernel<<<Blocks(n), kThreads, 0, s>>>(p, v, n);
+  return cudaGetLastError();
+}
+cudaError_t LaunchAffine(const float* in, float* out, float a, float b, int64_t n, cudaStream_t s) {
+  AffineKernel<<<Blocks(n), kThreads, 0, s>>>(in, out, a, b, n);
+  return cudaGetLastError();
+}
+cudaError_t LaunchAddBroadcast(const float* in, const float* c, int64_t m, float* out, int64_t n,
+                               cudaStream_t s) {
+  AddBroadcastKernel<<<Blocks(n), kThreads, 0, s>>>(in, c, m, out, n);
+  return cudaGetLastError();
+}
+cudaError_t LaunchIncrementK(float* p, int64_t n, int k, cudaStream_t s) {
+  for (int i = 0; i < k; ++i) {
+    IncrementKernel<<<Blocks(n), kThreads, 0, s>>>(p, n);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+cudaError_t LaunchAddDeviceScalar(const float* in, const float* scalar, float* out, int64_t n,
+                                  cudaStream_t s) {
+  AddDeviceScalarKernel<<<Blocks(n), kThreads, 0, s>>>(in, scalar, out, n);
+  return cudaGetLastError();
+}
+cudaError_t LaunchBump(int* counter, cudaStream_t s) {
+  BumpKernel<<<1, 1, 0, s>>>(counter);
+  return cudaGetLastError();
+}
+
+}  // namespace encore::testing

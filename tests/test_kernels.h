@@ -1,0 +1,29 @@
+// Small kernels the GPU tests, examples and benchmark build methods from.
+// Each returns the launch's error (cudaGetLastError) so callers can check it.
+#ifndef ENCORE_TESTS_TEST_KERNELS_H_
+#define ENCORE_TESTS_TEST_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace encore::testing {
+
+// p[i] = v
+cudaError_t LaunchFill(float* p, float v, int64_t n, cudaStream_t s);
+// out[i] = in[i] * a + b
+cudaError_t LaunchAffine(const float* in, float* out, float a, float b, int64_t n, cudaStream_t s);
+// out[i] = in[i] + c[i % m]
+cudaError_t LaunchAddBroadcast(const float* in, const float* c, int64_t m, float* out, int64_t n,
+                               cudaStream_t s);
+// p[i] += 1, `k` separate launches.
+cudaError_t LaunchIncrementK(float* p, int64_t n, int k, cudaStream_t s);
+// out[i] = in[i] + *scalar (a device scalar)
+cudaError_t LaunchAddDeviceScalar(const float* in, const float* scalar, float* out, int64_t n,
+                                  cudaStream_t s);
+// *counter += 1 (one thread)
+cudaError_t LaunchBump(int* counter, cudaStream_t s);
+
+}  // namespace encore::testing
+
+#endif  // ENCORE_TESTS_TEST_KERNELS_H_
