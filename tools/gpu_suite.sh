@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# GPU tests, examples and benchmarks for a GPU machine that has no Bazel.
+#
+#   tools/gpu_suite.sh build
+#       Here, with Bazel: builds //... and stages into gpu_bin/ (git-ignored)
+#       every cc_test tagged `gpu` (gpu_bin/tests/), every cc_binary under
+#       //examples and //bench (gpu_bin/examples/, gpu_bin/bench/), bench/*.py,
+#       tools/test_summary.py and this script (gpu_bin/tools/). Binaries are
+#       stripped; they are static except for libc/libstdc++, and reach the
+#       driver through cudart at run time, so the GPU machine needs only a
+#       driver and python3.
+#
+#   tools/gpu_suite.sh run [--memcheck] [--filter REGEX] [--timeout SECONDS]
+#       On the GPU machine: runs every test binary (GoogleTest XML to the
+#       results dir), then every example binary (one test each: exit 0 passes,
+#       77 skips). --memcheck wraps each in compute-sanitizer's memcheck.
+#       --filter keeps binaries whose name matches REGEX (grep -E). The last
+#       line is `N passed, N failed, N skipped`; exits non-zero on any failure.
+#
+#   tools/gpu_suite.sh bench [--filter REGEX] [--timeout SECONDS]
+#       On the GPU machine: runs every bench binary and bench/*.py script.
+#
+# Results (XML, one log per binary) go to $OUT if set, else gpu_bin/results.
+# Works from the repository (tools/gpu_suite.sh, finds ./gpu_bin) or from the
+# staged copy alone (gpu_bin/tools/gpu_suite.sh).
+set -uo pipefail
+
+say() { echo "gpu_suite: $*" >&2; }
+die() { say "ERROR: $*"; exit 2; }
+usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ -n "${GPU_BIN:-}" ]]; then
+  gpu_bin="$GPU_BIN"
+elif [[ -f "$script_dir/../MANIFEST" ]]; then
+  gpu_bin="$(cd "$script_dir/.." && pwd)"  # running the staged copy
+else
+  gpu_bin="$(cd "$script_dir/.." && pwd)/gpu_bin"
+fi
+
+# ---------------------------------------------------------------- build ----
+do_build() {
+  local repo
+  repo="$(cd "$script_dir/.." && pwd)"
+  [[ -f "$repo/WORKSPACE" ]] || die "'build' runs from the repository (no WORKSPACE in $repo)"
+  cd "$repo" || exit 2
+  gpu_bin="$repo/gpu_bin"
+  ENCORE_BOOTSTRAP_QUIET=1 tools/bootstrap.sh || exit 1
+
+  say "bazel build //..."
+  bazel build "$@" //... || die "bazel build //... failed"
+
+  local tests binaries
+  tests="$(bazel query --noshow_progress 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)" ||
+    die "bazel query for gpu tests failed"
+  # Everything under //examples and //bench, queried through //... so that an
+  # empty or missing folder is not an error.
+  binaries="$(bazel query --noshow_progress 'kind("cc_binary rule", //...)' 2>/dev/null)" ||
+    die "bazel query for cc_binary targets failed"
+  local bin_dir
+  bin_dir="$(bazel info bazel-bin 2>/dev/null)" || die "bazel info bazel-bin failed"
+
+  rm -rf "$gpu_bin"
+  mkdir -p "$gpu_bin"/{tests,examples,bench,tools}
+
+  stage() {  # label dest_dir
+    local label="$1" dest="$2" pkg name src out
+    pkg="${label#//}"; pkg="${pkg%%:*}"; name="${label##*:}"
+    src="$bin_dir/$pkg/$name"
+    [[ -f "$src" ]] || die "$label: no binary at $src"
+    out="$dest/$name"
+    if [[ -e "$out" ]]; then out="$dest/${pkg//\//_}_$name"; fi  # same name, two packages
+    cp "$src" "$out" && chmod u+w,a+rx "$out" && strip "$out" || die "could not stage $label"
+    printf '%s\t%s\n' "${out#$gpu_bin/}" "$label" >>"$gpu_bin/MANIFEST"
+  }
+
+  {
+    echo "# encore gpu_bin: staged by tools/gpu_suite.sh build"
+    echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+    echo "# built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+  } >"$gpu_bin/MANIFEST"
+  local label n_tests=0 n_examples=0 n_bench=0
+  for label in $tests; do stage "$label" "$gpu_bin/tests"; n_tests=$((n_tests + 1)); done
+  for label in $binaries; do
+    case "$label" in
+      //examples/* | //examples:*) stage "$label" "$gpu_bin/examples"; n_examples=$((n_examples + 1)) ;;
+      //bench/* | //bench:*) stage "$label" "$gpu_bin/bench"; n_bench=$((n_bench + 1)) ;;
+    esac
+  done
+  local py
+  for py in bench/*.py; do
+    [[ -f "$py" ]] || continue
+    cp "$py" "$gpu_bin/bench/" && printf '%s\t%s\n' "bench/${py##*/}" "$py" >>"$gpu_bin/MANIFEST"
+    n_bench=$((n_bench + 1))
+  done
+  cp tools/test_summary.py tools/gpu_suite.sh "$gpu_bin/tools/"
+  chmod +x "$gpu_bin/tools/"*
+
+  say "staged $n_tests gpu test(s), $n_examples example(s), $n_bench bench file(s) into $gpu_bin:"
+  sed -n 's/^\([^#][^\t]*\)\t.*/  \1/p' "$gpu_bin/MANIFEST" >&2
+  local size
+  size="$(du -sh "$gpu_bin" | cut -f1)"
+  say "gpu_bin size: $size ($(du -sb "$gpu_bin" | cut -f1) bytes; it must stay under 64 MiB to travel)"
+  say "on the GPU machine: tools/gpu_suite.sh run [--memcheck]   (or gpu_bin/tools/gpu_suite.sh run)"
+}
+
+# ------------------------------------------------------------ run/bench ----
+memcheck=0 filter="" timeout_s=300
+parse_run_args() {
+  while (($#)); do
+    case "$1" in
+      --memcheck) memcheck=1 ;;
+      --filter) (($# >= 2)) || die "--filter needs a REGEX"; filter="$2"; shift ;;
+      --filter=*) filter="${1#--filter=}" ;;
+      --timeout) (($# >= 2)) || die "--timeout needs SECONDS"; timeout_s="$2"; shift ;;
+      --timeout=*) timeout_s="${1#--timeout=}" ;;
+      -h | --help) usage ;;
+      *) die "unknown argument '$1' (see tools/gpu_suite.sh --help)" ;;
+    esac
+    shift
+  done
+  [[ "$timeout_s" =~ ^[0-9]+$ ]] || die "--timeout wants whole seconds, got '$timeout_s'"
+}
+
+setup_results() {
+  [[ -d "$gpu_bin" ]] || die "no staged folder at $gpu_bin: run 'tools/gpu_suite.sh build' on the build machine first"
+  if [[ -n "${OUT:-}" ]]; then
+    results="$OUT"
+  else
+    results="$gpu_bin/results"
+    rm -rf "$results"
+  fi
+  mkdir -p "$results" || die "cannot create results dir $results"
+  summary_py="$gpu_bin/tools/test_summary.py"
+  [[ -f "$summary_py" ]] || summary_py="$script_dir/test_summary.py"
+  [[ -f "$summary_py" ]] || die "tools/test_summary.py not found"
+  command -v python3 >/dev/null 2>&1 || die "python3 is needed to summarize results"
+  wrap=()
+  if command -v timeout >/dev/null 2>&1 && ((timeout_s > 0)); then
+    wrap=(timeout -k 10 "$timeout_s")
+  fi
+}
+
+# Binaries of one staged folder, filtered by --filter.
+list_binaries() {
+  local dir="$1" f
+  for f in "$dir"/*; do
+    [[ -f "$f" && -x "$f" && "$f" != *.py ]] || continue
+    [[ -z "$filter" ]] || grep -Eq -- "$filter" <<<"${f##*/}" || continue
+    echo "$f"
+  done
+}
+
+find_sanitizer() {
+  local c
+  for c in "$(command -v compute-sanitizer 2>/dev/null)" /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer; do
+    [[ -n "$c" && -x "$c" ]] && { echo "$c"; return 0; }
+  done
+  return 1
+}
+
+describe_rc() {
+  case "$1" in
+    0) echo "ok" ;;
+    77) echo "skipped (exit 77)" ;;
+    99) echo "exit 99 (compute-sanitizer found errors)" ;;
+    124 | 137) echo "exit $1 (timed out after ${timeout_s}s)" ;;
+    *) if (($1 > 128)); then echo "exit $1 (signal $(($1 - 128)))"; else echo "exit $1"; fi ;;
+  esac
+}
+
+do_run() {
+  parse_run_args "$@"
+  setup_results
+  local sanitizer=()
+  if ((memcheck)); then
+    local cs
+    cs="$(find_sanitizer)" || die "--memcheck: compute-sanitizer not found on PATH or in /usr/local/cuda/bin"
+    sanitizer=("$cs" --tool memcheck --error-exitcode 99)
+    say "memcheck: $cs"
+  fi
+  say "results in $results"
+
+  local args=() bin name rc n=0 tests=() examples=()
+  mapfile -t tests < <(list_binaries "$gpu_bin/tests")
+  mapfile -t examples < <(list_binaries "$gpu_bin/examples")
+  for bin in "${tests[@]}"; do
+    name="${bin##*/}"
+    say "test $name ..."
+    "${wrap[@]}" "${sanitizer[@]}" "$bin" --gtest_output="xml:$results/$name.xml" >"$results/$name.log" 2>&1
+    rc=$?
+    say "test $name: $(describe_rc "$rc")"
+    args+=(--run "$results/$name.xml=$rc")
+    n=$((n + 1))
+  done
+  for bin in "${examples[@]}"; do
+    name="${bin##*/}"
+    say "example $name ..."
+    (cd "$results" && "${wrap[@]}" "${sanitizer[@]}" "$bin") >"$results/example_$name.log" 2>&1
+    rc=$?
+    say "example $name: $(describe_rc "$rc")"
+    ((rc == 0 || rc == 77)) || tail -n 20 "$results/example_$name.log" | sed 's/^/    /' >&2
+    args+=(--exit "example:$name=$rc")
+    n=$((n + 1))
+  done
+  ((n > 0)) || say "warning: nothing to run in $gpu_bin${filter:+ matching '$filter'}"
+  # test_summary.py's last line is the summary; its exit status is ours.
+  python3 "$summary_py" "${args[@]}"
+}
+
+do_bench() {
+  parse_run_args "$@"
+  ((memcheck == 0)) || die "bench does not take --memcheck"
+  setup_results
+  say "results in $results"
+  local f name rc failed=0 ran=0
+  local files=()
+  mapfile -t files < <(list_binaries "$gpu_bin/bench")
+  for f in "$gpu_bin"/bench/*.py; do
+    [[ -f "$f" ]] || continue
+    [[ -z "$filter" ]] || grep -Eq -- "$filter" <<<"${f##*/}" || continue
+    files+=("$f")
+  done
+  for f in "${files[@]}"; do
+    name="${f##*/}"
+    say "bench $name ..."
+    if [[ "$f" == *.py ]]; then
+      (cd "$gpu_bin/bench" && GPU_BIN="$gpu_bin" RESULTS="$results" "${wrap[@]}" python3 "$f") >"$results/bench_$name.log" 2>&1
+    else
+      (cd "$gpu_bin/bench" && RESULTS="$results" "${wrap[@]}" "$f") >"$results/bench_$name.log" 2>&1
+    fi
+    rc=$?
+    ran=$((ran + 1))
+    say "bench $name: $(describe_rc "$rc") (output: $results/bench_$name.log)"
+    if ((rc != 0)); then
+      failed=$((failed + 1))
+      tail -n 20 "$results/bench_$name.log" | sed 's/^/    /' >&2
+    fi
+  done
+  echo "bench: $ran run, $failed failed"
+  ((failed == 0))
+}
+
+mode="${1:-}"
+(($#)) && shift
+case "$mode" in
+  build) do_build "$@" ;;
+  run) do_run "$@" ;;
+  bench) do_bench "$@" ;;
+  -h | --help | help) usage ;;
+  *) usage ;;
+esac
