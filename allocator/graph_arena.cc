@@ -1,0 +1,164 @@
+#include "encore/allocator/graph_arena.h"
+
+#include <algorithm>
+#include <string>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/log.h"
+
+namespace encore {
+namespace {
+
+size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+GraphArena::~GraphArena() {
+  // A capture still open here means its owner is being destroyed mid-call;
+  // its pending slabs are freed like committed ones.
+  for (const AllocationLedger::Block& b : ledger_.blocks()) {
+    cudaError_t err = cuda().Free(b.ptr);
+    if (err != cudaSuccess) {
+      EventLog().Error("free_failed", {{"what", "graph_arena"}, {"bytes", b.bytes}, {"error", cudaGetErrorName(err)}});
+    }
+  }
+}
+
+StatusOr<void*> GraphArena::AllocateEager(size_t bytes, cudaStream_t stream) {
+  void* p = nullptr;
+  if (bytes == 0) return p;
+  size_t aligned = AlignUp(bytes, kAlignment);
+  cudaError_t err = cuda().MallocAsync(&p, aligned, stream);
+  if (err != cudaSuccess) {
+    return CudaStatus(err, CudaCallName(CudaCall::kMallocAsync), "scratch of " + std::to_string(bytes) + " bytes");
+  }
+  eager_blocks_.push_back(p);
+  eager_call_bytes_ += aligned;
+  eager_call_peak_ = std::max(eager_call_peak_, eager_call_bytes_);
+  UpdatePeak();
+  return p;
+}
+
+Status GraphArena::EndEagerCall(cudaStream_t stream) {
+  Status first;
+  for (void* p : eager_blocks_) {
+    cudaError_t err = cuda().FreeAsync(p, stream);
+    if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFreeAsync));
+  }
+  eager_blocks_.clear();
+  eager_call_bytes_ = 0;
+  return first;
+}
+
+Status GraphArena::AddSlab(size_t bytes, bool in_capture) {
+  bytes = AlignUp(std::max(bytes, kMinSlabBytes), kAlignment);
+  void* p = nullptr;
+  cudaError_t err;
+  if (in_capture) {
+    // cudaMalloc is not allowed while this thread captures in thread-local
+    // mode; relax the mode for this one call, as PyTorch's allocator does.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t x = cuda().ThreadExchangeStreamCaptureMode(&mode);
+    if (x != cudaSuccess) return CudaStatus(x, CudaCallName(CudaCall::kThreadExchangeStreamCaptureMode));
+    err = cuda().Malloc(&p, bytes);
+    (void)cuda().ThreadExchangeStreamCaptureMode(&mode);
+  } else {
+    err = cuda().Malloc(&p, bytes);
+  }
+  if (err != cudaSuccess) {
+    return CudaStatus(err, CudaCallName(CudaCall::kMalloc), "graph memory slab of " + std::to_string(bytes) + " bytes");
+  }
+  slabs_.push_back(Slab{static_cast<char*>(p), bytes});
+  ledger_.AddPending(capture_id_, p, bytes);
+  return OkStatus();
+}
+
+Status GraphArena::BeginCapture(uint64_t capture_id, size_t reserve_bytes) {
+  capture_id_ = capture_id;
+  cursor_slab_ = 0;
+  cursor_offset_ = 0;
+  capture_used_ = 0;
+  size_t have = 0;
+  for (const Slab& s : slabs_) have += s.bytes;
+  if (reserve_bytes > have) {
+    Status s = AddSlab(reserve_bytes - have, /*in_capture=*/false);
+    if (!s.ok()) {
+      Status a = AbortCapture();
+      (void)a;
+      return s;
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<void*> GraphArena::AllocateCapture(size_t bytes) {
+  if (capture_id_ == 0) return FailedPreconditionError("graph memory asked for outside a capture");
+  size_t need = AlignUp(std::max<size_t>(bytes, 1), kAlignment);
+  while (cursor_slab_ < slabs_.size()) {
+    Slab& s = slabs_[cursor_slab_];
+    if (cursor_offset_ + need <= s.bytes) {
+      void* p = s.base + cursor_offset_;
+      cursor_offset_ += need;
+      capture_used_ += need;
+      return p;
+    }
+    ++cursor_slab_;
+    cursor_offset_ = 0;
+  }
+  ENCORE_RETURN_IF_ERROR(AddSlab(need, /*in_capture=*/true));
+  cursor_slab_ = slabs_.size() - 1;
+  cursor_offset_ = need;
+  capture_used_ += need;
+  return static_cast<void*>(slabs_.back().base);
+}
+
+void GraphArena::CommitCapture() {
+  ledger_.Commit(capture_id_);
+  graph_used_[capture_id_] = capture_used_;
+  capture_id_ = 0;
+  UpdatePeak();
+}
+
+Status GraphArena::AbortCapture() {
+  Status first;
+  for (const AllocationLedger::Block& b : ledger_.Abort(capture_id_)) {
+    slabs_.erase(std::remove_if(slabs_.begin(), slabs_.end(), [&](const Slab& s) { return s.base == b.ptr; }),
+                 slabs_.end());
+    cudaError_t err = cuda().Free(b.ptr);
+    if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFree));
+  }
+  capture_id_ = 0;
+  return first;
+}
+
+void GraphArena::DropGraph(uint64_t capture_id) { graph_used_.erase(capture_id); }
+
+Status GraphArena::ReleaseAll() {
+  Status first;
+  for (const AllocationLedger::Block& b : ledger_.TakeCommitted()) {
+    slabs_.erase(std::remove_if(slabs_.begin(), slabs_.end(), [&](const Slab& s) { return s.base == b.ptr; }),
+                 slabs_.end());
+    cudaError_t err = cuda().Free(b.ptr);
+    if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFree));
+  }
+  graph_used_.clear();
+  return first;
+}
+
+size_t GraphArena::GraphLiveBytes() const {
+  size_t m = capture_id_ ? capture_used_ : 0;
+  for (const auto& [id, used] : graph_used_) m = std::max(m, used);
+  return m;
+}
+
+void GraphArena::UpdatePeak() { peak_ = std::max(peak_, GraphLiveBytes() + eager_call_bytes_); }
+
+MemoryStats GraphArena::stats() const {
+  MemoryStats s;
+  s.reserved_bytes = ledger_.total_bytes();
+  s.live_bytes = GraphLiveBytes() + eager_call_bytes_;
+  s.peak_bytes = std::max(peak_, s.live_bytes);
+  return s;
+}
+
+}  // namespace encore

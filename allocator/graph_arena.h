@@ -1,0 +1,106 @@
+// GraphArena: the memory a method's calls get through Call::Allocate, and the
+// static input/output buffers of its graphs.
+//
+// Eager and warmup calls get stream-ordered memory (cudaMallocAsync) that is
+// returned, stream-ordered, at the end of the call: no host sync.
+//
+// A capture bump-allocates from the arena's slabs, so an address handed out
+// during capture stays valid for the graph's whole life. New slabs a capture
+// needs are pending in the ledger until the graph's first launch succeeds;
+// a failed capture frees exactly those, once. Before a capture the arena is
+// grown, outside the capture, to the method's peak eager use, so most captures
+// allocate nothing; if a capture still needs more, the allocation runs with
+// the thread's capture mode relaxed for that one call, as PyTorch does.
+//
+// All graphs of one method bump from offset 0 of the same slabs, so they
+// share memory. That is safe because the method never lets two of its graphs
+// run at once: calls of a method are serialized by its mutex, and a launch on
+// a stream other than the previous launch's first waits for that launch (see
+// Method::JoinLastLaunch). Replays allocate nothing, so memory cannot grow.
+#ifndef ENCORE_ALLOCATOR_GRAPH_ARENA_H_
+#define ENCORE_ALLOCATOR_GRAPH_ARENA_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "encore/allocator/ledger.h"
+#include "encore/core/status.h"
+
+namespace encore {
+
+struct MemoryStats {
+  size_t reserved_bytes = 0;  // slabs held for graphs
+  size_t live_bytes = 0;      // in use now: kept graphs' memory + eager scratch
+  size_t peak_bytes = 0;      // most live_bytes ever
+};
+
+class GraphArena {
+ public:
+  static constexpr size_t kAlignment = 256;
+  static constexpr size_t kMinSlabBytes = size_t{1} << 20;
+
+  GraphArena() = default;
+  // Frees every slab. The owner must have waited for the last launch.
+  ~GraphArena();
+  GraphArena(const GraphArena&) = delete;
+  GraphArena& operator=(const GraphArena&) = delete;
+
+  // --- eager and warmup calls
+  StatusOr<void*> AllocateEager(size_t bytes, cudaStream_t stream);
+  // Returns this call's eager blocks on `stream`, in stream order.
+  Status EndEagerCall(cudaStream_t stream);
+  size_t eager_peak_bytes() const { return eager_call_peak_; }
+
+  // --- captures
+  // Starts capture `capture_id`; grows the arena to `reserve_bytes` first
+  // (outside any capture). Must be called before the stream capture begins.
+  Status BeginCapture(uint64_t capture_id, size_t reserve_bytes);
+  // Memory for the capture in progress; stable for the graph's life.
+  StatusOr<void*> AllocateCapture(size_t bytes);
+  // The capture's graph launched: its memory is the method's now.
+  void CommitCapture();
+  // The capture failed: frees the slabs it added, exactly once.
+  Status AbortCapture();
+  bool capturing() const { return capture_id_ != 0; }
+  // The graph of `capture_id` was dropped (LRU, Release).
+  void DropGraph(uint64_t capture_id);
+
+  // Frees every committed slab; the owner must have waited for the last launch.
+  Status ReleaseAll();
+
+  MemoryStats stats() const;
+  const AllocationLedger& ledger() const { return ledger_; }
+
+ private:
+  struct Slab {
+    char* base;
+    size_t bytes;
+  };
+  // Allocates a slab with the thread's capture mode relaxed when `in_capture`.
+  Status AddSlab(size_t bytes, bool in_capture);
+  void UpdatePeak();
+  size_t GraphLiveBytes() const;
+
+  AllocationLedger ledger_;
+  std::vector<Slab> slabs_;
+  // Bump cursor of the capture in progress.
+  size_t cursor_slab_ = 0;
+  size_t cursor_offset_ = 0;
+  size_t capture_used_ = 0;
+  uint64_t capture_id_ = 0;
+  // Bytes each kept graph uses (they overlap, so live counts the largest).
+  std::map<uint64_t, size_t> graph_used_;
+
+  std::vector<void*> eager_blocks_;
+  size_t eager_call_bytes_ = 0;
+  size_t eager_call_peak_ = 0;
+  size_t peak_ = 0;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_ALLOCATOR_GRAPH_ARENA_H_

@@ -1,0 +1,52 @@
+#include "encore/allocator/ledger.h"
+
+#include <algorithm>
+
+namespace encore {
+
+void AllocationLedger::AddPending(uint64_t capture_id, void* ptr, size_t bytes) {
+  blocks_.push_back(Block{ptr, bytes, capture_id, false});
+}
+
+size_t AllocationLedger::Commit(uint64_t capture_id) {
+  size_t moved = 0;
+  for (Block& b : blocks_) {
+    if (!b.committed && b.capture_id == capture_id) {
+      b.committed = true;
+      moved += b.bytes;
+    }
+  }
+  return moved;
+}
+
+std::vector<AllocationLedger::Block> AllocationLedger::Abort(uint64_t capture_id) {
+  std::vector<Block> out;
+  auto keep = std::stable_partition(blocks_.begin(), blocks_.end(), [&](const Block& b) {
+    return b.committed || b.capture_id != capture_id;
+  });
+  out.assign(keep, blocks_.end());
+  blocks_.erase(keep, blocks_.end());
+  return out;
+}
+
+std::vector<AllocationLedger::Block> AllocationLedger::TakeCommitted() {
+  std::vector<Block> out;
+  auto keep = std::stable_partition(blocks_.begin(), blocks_.end(), [](const Block& b) { return !b.committed; });
+  out.assign(keep, blocks_.end());
+  blocks_.erase(keep, blocks_.end());
+  return out;
+}
+
+size_t AllocationLedger::pending_bytes() const {
+  size_t n = 0;
+  for (const Block& b : blocks_) n += b.committed ? 0 : b.bytes;
+  return n;
+}
+
+size_t AllocationLedger::committed_bytes() const {
+  size_t n = 0;
+  for (const Block& b : blocks_) n += b.committed ? b.bytes : 0;
+  return n;
+}
+
+}  // namespace encore

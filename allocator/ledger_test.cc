@@ -1,0 +1,60 @@
+#include "encore/allocator/ledger.h"
+
+#include <gtest/gtest.h>
+
+namespace encore {
+namespace {
+
+char a, b, c, d;
+
+TEST(LedgerTest, PendingUntilCommitThenCommitted) {
+  AllocationLedger l;
+  l.AddPending(1, &a, 100);
+  l.AddPending(1, &b, 50);
+  EXPECT_EQ(l.pending_bytes(), 150u);
+  EXPECT_EQ(l.committed_bytes(), 0u);
+  EXPECT_EQ(l.Commit(1), 150u);
+  EXPECT_EQ(l.pending_bytes(), 0u);
+  EXPECT_EQ(l.committed_bytes(), 150u);
+  EXPECT_EQ(l.Commit(1), 0u);  // nothing left to move
+}
+
+TEST(LedgerTest, AbortReturnsExactlyTheCapturesOwnBlocksOnce) {
+  AllocationLedger l;
+  l.AddPending(1, &a, 10);
+  l.Commit(1);
+  l.AddPending(2, &b, 20);
+  l.AddPending(3, &c, 30);
+  l.AddPending(2, &d, 40);
+  auto freed = l.Abort(2);
+  ASSERT_EQ(freed.size(), 2u);
+  EXPECT_EQ(freed[0].ptr, &b);
+  EXPECT_EQ(freed[1].ptr, &d);
+  EXPECT_TRUE(l.Abort(2).empty());  // never twice
+  EXPECT_EQ(l.committed_bytes(), 10u);
+  EXPECT_EQ(l.pending_bytes(), 30u);
+  EXPECT_TRUE(l.Abort(7).empty());  // a capture that allocated nothing frees nothing
+}
+
+TEST(LedgerTest, AbortAfterCommitFreesNothing) {
+  AllocationLedger l;
+  l.AddPending(4, &a, 8);
+  l.Commit(4);
+  EXPECT_TRUE(l.Abort(4).empty());
+  EXPECT_EQ(l.committed_bytes(), 8u);
+}
+
+TEST(LedgerTest, TakeCommittedLeavesPendingAlone) {
+  AllocationLedger l;
+  l.AddPending(1, &a, 1);
+  l.Commit(1);
+  l.AddPending(2, &b, 2);
+  auto taken = l.TakeCommitted();
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].ptr, &a);
+  EXPECT_TRUE(l.TakeCommitted().empty());
+  EXPECT_EQ(l.pending_bytes(), 2u);
+}
+
+}  // namespace
+}  // namespace encore

@@ -1,0 +1,51 @@
+#include "encore/policy/capture_policy.h"
+
+namespace encore {
+
+std::string_view ActionName(Action a) {
+  switch (a) {
+    case Action::kEager: return "eager";
+    case Action::kWarmup: return "warmup";
+    case Action::kCapture: return "capture";
+    case Action::kReplay: return "replay";
+    case Action::kRecapture: return "recapture";
+    case Action::kEagerOnce: return "eager_new_shape";
+    case Action::kRefuse: return "refuse";
+  }
+  return "unknown";
+}
+
+Action Decide(const DecisionInput& in) {
+  if (!in.flags->graphs || in.graphs_off) return Action::kEager;
+  if (in.warmups_done < in.flags->warmup_calls) return Action::kWarmup;
+  if (!in.has_graph) return Action::kCapture;
+  if (in.matching_graph) return Action::kReplay;
+  switch (in.flags->on_new_shape) {
+    case ShapePolicy::kRefuse: return Action::kRefuse;
+    case ShapePolicy::kEager: return Action::kEagerOnce;
+    case ShapePolicy::kRecapture: return Action::kRecapture;
+  }
+  return Action::kRefuse;
+}
+
+std::string_view CaptureStageName(CaptureStage s) {
+  switch (s) {
+    case CaptureStage::kBegin: return "begin_capture";
+    case CaptureStage::kMethod: return "method";
+    case CaptureStage::kEndCapture: return "end_capture";
+    case CaptureStage::kInstantiate: return "instantiate";
+    case CaptureStage::kUpdate: return "update";
+    case CaptureStage::kFirstLaunch: return "first_launch";
+  }
+  return "unknown";
+}
+
+CaptureFailure ClassifyCaptureFailure(CaptureStage stage, const Status& status, bool cuda_capture_error,
+                                      bool graph_launched) {
+  CaptureFailure f{stage, status, false, !graph_launched, {}};
+  f.expected = IsCaptureRefusal(status) || cuda_capture_error;
+  f.reason = std::string(CaptureStageName(stage)) + ": " + std::string(status.message());
+  return f;
+}
+
+}  // namespace encore

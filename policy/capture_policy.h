@@ -1,0 +1,60 @@
+// The decisions a method makes on each call (warm up, capture, replay, run
+// eagerly, recapture or refuse) and the classification of capture failures.
+// Pure logic, no CUDA, so every branch is tested on CPU machines.
+#ifndef ENCORE_POLICY_CAPTURE_POLICY_H_
+#define ENCORE_POLICY_CAPTURE_POLICY_H_
+
+#include <string>
+#include <string_view>
+
+#include "encore/core/status.h"
+#include "encore/policy/method_flags.h"
+
+namespace encore {
+
+enum class Action {
+  kEager,      // graphs are off for this method
+  kWarmup,     // one of the first warmup_calls calls
+  kCapture,    // first graph of the method
+  kReplay,     // a kept graph matches the call
+  kRecapture,  // new shape under kRecapture
+  kEagerOnce,  // new shape under kEager: run eagerly, keep the graph
+  kRefuse,     // new shape under kRefuse
+};
+
+std::string_view ActionName(Action a);
+
+struct DecisionInput {
+  const MethodFlags* flags = nullptr;
+  bool graphs_off = false;       // turned off by a failure, a host constant...
+  int warmups_done = 0;          // since registration or the last Release
+  bool has_graph = false;        // any graph kept
+  bool matching_graph = false;   // a kept graph matches this call
+};
+
+Action Decide(const DecisionInput& in);
+
+// Where in the capture pipeline a failure happened.
+enum class CaptureStage { kBegin, kMethod, kEndCapture, kInstantiate, kUpdate, kFirstLaunch };
+std::string_view CaptureStageName(CaptureStage s);
+
+struct CaptureFailure {
+  CaptureStage stage;
+  Status status;
+  // True when the method is simply not graphable (a shim refused, CUDA said
+  // the capture was invalidated or a call is unsupported): logged at info.
+  bool expected;
+  // True when the failed graph never ran, so running the call again eagerly
+  // cannot apply its work twice.
+  bool retry_eagerly;
+  std::string reason;  // for the report and the log: "stage: message"
+};
+
+// `cuda_capture_error` is true when CUDA itself reported a capture error
+// (IsCaptureError) at that stage.
+CaptureFailure ClassifyCaptureFailure(CaptureStage stage, const Status& status, bool cuda_capture_error,
+                                      bool graph_launched);
+
+}  // namespace encore
+
+#endif  // ENCORE_POLICY_CAPTURE_POLICY_H_

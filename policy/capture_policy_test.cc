@@ -1,0 +1,62 @@
+#include "encore/policy/capture_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace encore {
+namespace {
+
+TEST(DecideTest, PhasesInOrder) {
+  MethodFlags f;  // warmup 3
+  DecisionInput in{&f, false, 0, false, false};
+  EXPECT_EQ(Decide(in), Action::kWarmup);
+  in.warmups_done = 2;
+  EXPECT_EQ(Decide(in), Action::kWarmup);
+  in.warmups_done = 3;
+  EXPECT_EQ(Decide(in), Action::kCapture);
+  in.has_graph = true;
+  in.matching_graph = true;
+  EXPECT_EQ(Decide(in), Action::kReplay);
+}
+
+TEST(DecideTest, ZeroWarmupCapturesFirst) {
+  MethodFlags f;
+  f.warmup_calls = 0;
+  EXPECT_EQ(Decide({&f, false, 0, false, false}), Action::kCapture);
+}
+
+TEST(DecideTest, GraphsOffWins) {
+  MethodFlags f;
+  EXPECT_EQ(Decide({&f, true, 5, true, true}), Action::kEager);
+  f.graphs = false;
+  EXPECT_EQ(Decide({&f, false, 5, true, true}), Action::kEager);
+}
+
+TEST(DecideTest, NewShapeFollowsPolicy) {
+  MethodFlags f;
+  DecisionInput in{&f, false, 3, true, false};
+  EXPECT_EQ(Decide(in), Action::kRefuse);
+  f.on_new_shape = ShapePolicy::kEager;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);
+  f.on_new_shape = ShapePolicy::kRecapture;
+  EXPECT_EQ(Decide(in), Action::kRecapture);
+}
+
+TEST(ClassifyTest, RefusalsAndCudaCaptureErrorsAreExpected) {
+  CaptureFailure r = ClassifyCaptureFailure(CaptureStage::kMethod, CaptureRefusal("ReadScalar"), false, false);
+  EXPECT_TRUE(r.expected);
+  EXPECT_TRUE(r.retry_eagerly);
+  EXPECT_EQ(r.reason, "method: ReadScalar");
+  CaptureFailure c = ClassifyCaptureFailure(CaptureStage::kEndCapture,
+                                            FailedPreconditionError("cudaStreamEndCapture: invalidated"), true, false);
+  EXPECT_TRUE(c.expected);
+  CaptureFailure oom =
+      ClassifyCaptureFailure(CaptureStage::kInstantiate, ResourceExhaustedError("oom"), false, false);
+  EXPECT_FALSE(oom.expected);
+  EXPECT_TRUE(oom.retry_eagerly);
+  EXPECT_EQ(oom.reason, "instantiate: oom");
+  CaptureFailure ran = ClassifyCaptureFailure(CaptureStage::kFirstLaunch, InternalError("x"), false, true);
+  EXPECT_FALSE(ran.retry_eagerly);
+}
+
+}  // namespace
+}  // namespace encore

@@ -1,0 +1,178 @@
+#include "encore/policy/method_flags.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace encore {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+Status Bad(std::string_view token, std::string_view why) {
+  return InvalidArgumentError("method flags: bad token '" + std::string(token) + "': " + std::string(why));
+}
+
+std::optional<bool> ParseBool(std::string_view v) {
+  if (v == "on" || v == "true" || v == "1" || v == "yes") return true;
+  if (v == "off" || v == "false" || v == "0" || v == "no") return false;
+  return std::nullopt;
+}
+
+std::optional<int> ParseInt(std::string_view v) {
+  int out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
+  return out;
+}
+
+bool ValidName(std::string_view n) {
+  if (n == "*") return true;
+  if (n.empty()) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return c == '_' || c == '-' || c == '.' || c == '/' || (c >= '0' && c <= '9') ||
+           (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  });
+}
+
+}  // namespace
+
+std::string_view ShapePolicyName(ShapePolicy p) {
+  switch (p) {
+    case ShapePolicy::kRefuse: return "refuse";
+    case ShapePolicy::kEager: return "eager";
+    case ShapePolicy::kRecapture: return "recapture";
+  }
+  return "unknown";
+}
+
+std::string_view CheckModeName(CheckMode m) {
+  switch (m) {
+    case CheckMode::kRecord: return "record";
+    case CheckMode::kTrap: return "trap";
+    case CheckMode::kOff: return "off";
+  }
+  return "unknown";
+}
+
+Status ValidateMethodFlags(const MethodFlags& f, std::string_view what) {
+  if (f.warmup_calls < 0) {
+    return InvalidArgumentError(std::string(what) + ": warmup_calls is " + std::to_string(f.warmup_calls) +
+                                ", must be >= 0");
+  }
+  if (f.max_graphs < 1) {
+    return InvalidArgumentError(std::string(what) + ": max_graphs is " + std::to_string(f.max_graphs) +
+                                ", must be >= 1");
+  }
+  return OkStatus();
+}
+
+void FlagOverrides::ApplyTo(MethodFlags& f) const {
+  if (graphs) f.graphs = *graphs;
+  if (warmup_calls) f.warmup_calls = *warmup_calls;
+  if (on_new_shape) f.on_new_shape = *on_new_shape;
+  if (max_graphs) f.max_graphs = *max_graphs;
+  if (checks) f.checks = *checks;
+  if (copy_outputs) f.copy_outputs = *copy_outputs;
+}
+
+StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
+  FlagsText out;
+  for (std::string_view raw_entry : Split(text, ';')) {
+    std::string_view entry = Trim(raw_entry);
+    if (entry.empty()) continue;
+    size_t colon = entry.find(':');
+    if (colon == std::string_view::npos) {
+      return Bad(entry, "expected 'method:key=value,...'");
+    }
+    std::string_view name = Trim(entry.substr(0, colon));
+    if (!ValidName(name)) return Bad(name, "not a method name (letters, digits, _ - . / or *)");
+    FlagEntry fe{std::string(name), {}};
+    std::string_view body = entry.substr(colon + 1);
+    if (Trim(body).empty()) return Bad(entry, "no flags after ':'");
+    for (std::string_view raw_kv : Split(body, ',')) {
+      std::string_view kv = Trim(raw_kv);
+      if (kv.empty()) return Bad(entry, "empty flag");
+      size_t eq = kv.find('=');
+      if (eq == std::string_view::npos) return Bad(kv, "expected key=value");
+      std::string_view key = Trim(kv.substr(0, eq));
+      std::string_view value = Trim(kv.substr(eq + 1));
+      FlagOverrides& o = fe.overrides;
+      if (key == "graphs") {
+        o.graphs = ParseBool(value);
+        if (!o.graphs) return Bad(kv, "graphs takes on or off");
+      } else if (key == "copy_outputs") {
+        o.copy_outputs = ParseBool(value);
+        if (!o.copy_outputs) return Bad(kv, "copy_outputs takes on or off");
+      } else if (key == "warmup" || key == "warmup_calls") {
+        o.warmup_calls = ParseInt(value);
+        if (!o.warmup_calls || *o.warmup_calls < 0) return Bad(kv, "warmup takes an integer >= 0");
+      } else if (key == "max_graphs") {
+        o.max_graphs = ParseInt(value);
+        if (!o.max_graphs || *o.max_graphs < 1) return Bad(kv, "max_graphs takes an integer >= 1");
+      } else if (key == "on_new_shape") {
+        if (value == "refuse") {
+          o.on_new_shape = ShapePolicy::kRefuse;
+        } else if (value == "eager") {
+          o.on_new_shape = ShapePolicy::kEager;
+        } else if (value == "recapture") {
+          o.on_new_shape = ShapePolicy::kRecapture;
+        } else {
+          return Bad(kv, "on_new_shape takes refuse, eager or recapture");
+        }
+      } else if (key == "checks") {
+        if (value == "record") {
+          o.checks = CheckMode::kRecord;
+        } else if (value == "trap") {
+          o.checks = CheckMode::kTrap;
+        } else if (value == "off") {
+          o.checks = CheckMode::kOff;
+        } else {
+          return Bad(kv, "checks takes record, trap or off");
+        }
+      } else {
+        return Bad(kv, "unknown flag '" + std::string(key) +
+                           "' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs)");
+      }
+    }
+    out.entries_.push_back(std::move(fe));
+  }
+  return out;
+}
+
+MethodFlags FlagsText::Resolve(std::string_view method, MethodFlags base) const {
+  for (const FlagEntry& e : entries_) {
+    if (e.method == "*") e.overrides.ApplyTo(base);
+  }
+  for (const FlagEntry& e : entries_) {
+    if (e.method == method) e.overrides.ApplyTo(base);
+  }
+  return base;
+}
+
+std::vector<std::string> FlagsText::UnknownMethods(const std::vector<std::string>& known) const {
+  std::vector<std::string> out;
+  for (const FlagEntry& e : entries_) {
+    if (e.method == "*") continue;
+    if (std::find(known.begin(), known.end(), e.method) != known.end()) continue;
+    if (std::find(out.begin(), out.end(), e.method) == out.end()) out.push_back(e.method);
+  }
+  return out;
+}
+
+}  // namespace encore

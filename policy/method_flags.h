@@ -1,0 +1,77 @@
+// MethodFlags, the per-method switches, and the parser for their text form:
+//   forward:graphs=on,warmup=3,on_new_shape=refuse;decode:graphs=off,checks=trap
+// (`*` names every method). Pure logic, no CUDA.
+#ifndef ENCORE_POLICY_METHOD_FLAGS_H_
+#define ENCORE_POLICY_METHOD_FLAGS_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "encore/core/status.h"
+
+namespace encore {
+
+// What a replay does when a call's inputs or outputs differ from the capture's.
+enum class ShapePolicy { kRefuse, kEager, kRecapture };
+// What Call::Check does with a failed device check.
+enum class CheckMode { kRecord, kTrap, kOff };
+
+std::string_view ShapePolicyName(ShapePolicy p);
+std::string_view CheckModeName(CheckMode m);
+
+struct MethodFlags {
+  bool graphs = true;
+  int warmup_calls = 3;
+  ShapePolicy on_new_shape = ShapePolicy::kRefuse;
+  // Graphs kept per method under kRecapture; the least recently used goes.
+  int max_graphs = 4;
+  CheckMode checks = CheckMode::kRecord;
+  bool copy_outputs = true;
+
+  friend bool operator==(const MethodFlags&, const MethodFlags&) = default;
+};
+
+// Checks ranges (warmup_calls >= 0, max_graphs >= 1); `what` names the owner.
+Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
+
+// The flags one entry of the text sets; unset ones leave the base alone.
+struct FlagOverrides {
+  std::optional<bool> graphs;
+  std::optional<int> warmup_calls;
+  std::optional<ShapePolicy> on_new_shape;
+  std::optional<int> max_graphs;
+  std::optional<CheckMode> checks;
+  std::optional<bool> copy_outputs;
+
+  void ApplyTo(MethodFlags& flags) const;
+};
+
+struct FlagEntry {
+  std::string method;  // "*" for every method
+  FlagOverrides overrides;
+};
+
+class FlagsText {
+ public:
+  // Parses the text form. Empty text (or only separators and spaces) is an
+  // empty set. A malformed text is an InvalidArgument that quotes the bad token.
+  static StatusOr<FlagsText> Parse(std::string_view text);
+
+  // `base` with the `*` entries applied, then the entries naming `method`,
+  // each in text order.
+  MethodFlags Resolve(std::string_view method, MethodFlags base) const;
+  // Names in the text, other than `*`, that are not in `known`.
+  std::vector<std::string> UnknownMethods(const std::vector<std::string>& known) const;
+
+  const std::vector<FlagEntry>& entries() const { return entries_; }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  std::vector<FlagEntry> entries_;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_POLICY_METHOD_FLAGS_H_

@@ -1,0 +1,108 @@
+#include "encore/policy/method_flags.h"
+
+#include <gtest/gtest.h>
+
+namespace encore {
+namespace {
+
+TEST(FlagsTextTest, ParsesTheSpecExample) {
+  auto t = FlagsText::Parse("forward:graphs=on,warmup=3,on_new_shape=refuse;decode:graphs=off,checks=trap");
+  ASSERT_TRUE(t.ok()) << t.status();
+  MethodFlags base;
+  base.warmup_calls = 7;
+  MethodFlags fwd = t->Resolve("forward", base);
+  EXPECT_TRUE(fwd.graphs);
+  EXPECT_EQ(fwd.warmup_calls, 3);
+  EXPECT_EQ(fwd.on_new_shape, ShapePolicy::kRefuse);
+  MethodFlags dec = t->Resolve("decode", base);
+  EXPECT_FALSE(dec.graphs);
+  EXPECT_EQ(dec.checks, CheckMode::kTrap);
+  EXPECT_EQ(dec.warmup_calls, 7);  // untouched keys keep the base
+  EXPECT_EQ(t->Resolve("other", base), base);
+}
+
+TEST(FlagsTextTest, StarAppliesFirstThenNamedEntries) {
+  auto t = FlagsText::Parse("decode:warmup=1; *:warmup=5,max_graphs=2,copy_outputs=off");
+  ASSERT_TRUE(t.ok()) << t.status();
+  MethodFlags d = t->Resolve("decode", {});
+  EXPECT_EQ(d.warmup_calls, 1);
+  EXPECT_EQ(d.max_graphs, 2);
+  EXPECT_FALSE(d.copy_outputs);
+  MethodFlags f = t->Resolve("forward", {});
+  EXPECT_EQ(f.warmup_calls, 5);
+}
+
+TEST(FlagsTextTest, TableOfGoodTexts) {
+  const char* good[] = {
+      "",
+      "  ",
+      ";;",
+      "f:graphs=true",
+      "f:graphs=0,warmup=0",
+      "f:on_new_shape=eager;g:on_new_shape=recapture",
+      "f:checks=off,checks=record",
+      "my.method/v2-x_1:warmup_calls=10",
+      " f : graphs = off , warmup = 2 ;",
+  };
+  for (const char* text : good) {
+    EXPECT_TRUE(FlagsText::Parse(text).ok()) << "'" << text << "': " << FlagsText::Parse(text).status();
+  }
+  EXPECT_TRUE(FlagsText::Parse("").value().empty());
+}
+
+TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } bad[] = {
+      {"forward", "method flags: bad token 'forward': expected 'method:key=value,...'"},
+      {"f:graphs=maybe", "method flags: bad token 'graphs=maybe': graphs takes on or off"},
+      {"f:warmup=x", "method flags: bad token 'warmup=x': warmup takes an integer >= 0"},
+      {"f:warmup=-1", "method flags: bad token 'warmup=-1': warmup takes an integer >= 0"},
+      {"f:warmup=3x", "method flags: bad token 'warmup=3x': warmup takes an integer >= 0"},
+      {"f:max_graphs=0", "method flags: bad token 'max_graphs=0': max_graphs takes an integer >= 1"},
+      {"f:on_new_shape=retry", "method flags: bad token 'on_new_shape=retry': on_new_shape takes refuse, eager or recapture"},
+      {"f:checks=loud", "method flags: bad token 'checks=loud': checks takes record, trap or off"},
+      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs)"},
+      {"f:graphs", "method flags: bad token 'graphs': expected key=value"},
+      {"f:", "method flags: bad token 'f:': no flags after ':'"},
+      {"f:graphs=on,,warmup=1", "method flags: bad token 'f:graphs=on,,warmup=1': empty flag"},
+      {"a b:graphs=on", "method flags: bad token 'a b': not a method name (letters, digits, _ - . / or *)"},
+      {":graphs=on", "method flags: bad token '': not a method name (letters, digits, _ - . / or *)"},
+  };
+  for (const Case& c : bad) {
+    auto t = FlagsText::Parse(c.text);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(t.status().message(), c.message) << c.text;
+  }
+}
+
+TEST(FlagsTextTest, UnknownMethodsAreListedNotRejected) {
+  auto t = FlagsText::Parse("forward:graphs=on;decod:graphs=off;*:warmup=1;decod:warmup=2");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->UnknownMethods({"forward", "decode"}), std::vector<std::string>{"decod"});
+  EXPECT_TRUE(t->UnknownMethods({"forward", "decod"}).empty());
+}
+
+TEST(MethodFlagsTest, ValidationNamesTheFlagAndValue) {
+  MethodFlags f;
+  EXPECT_TRUE(ValidateMethodFlags(f, "m").ok());
+  f.warmup_calls = -2;
+  EXPECT_EQ(ValidateMethodFlags(f, "method 'm'").message(), "method 'm': warmup_calls is -2, must be >= 0");
+  f.warmup_calls = 0;
+  f.max_graphs = 0;
+  EXPECT_EQ(ValidateMethodFlags(f, "method 'm'").message(), "method 'm': max_graphs is 0, must be >= 1");
+}
+
+TEST(MethodFlagsTest, DefaultsAreTheSpecs) {
+  MethodFlags f;
+  EXPECT_TRUE(f.graphs);
+  EXPECT_EQ(f.warmup_calls, 3);
+  EXPECT_EQ(f.on_new_shape, ShapePolicy::kRefuse);
+  EXPECT_EQ(f.checks, CheckMode::kRecord);
+  EXPECT_TRUE(f.copy_outputs);
+}
+
+}  // namespace
+}  // namespace encore
