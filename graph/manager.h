@@ -1,0 +1,62 @@
+// Manager: registers methods and holds the defaults and per-method flags.
+#ifndef ENCORE_GRAPH_MANAGER_H_
+#define ENCORE_GRAPH_MANAGER_H_
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "encore/core/log.h"
+#include "encore/core/status.h"
+#include "encore/graph/method.h"
+#include "encore/policy/method_flags.h"
+
+namespace encore {
+
+struct ManagerOptions {
+  MethodFlags defaults;
+  // Per-method flags as text; empty means the environment variable
+  // ENCORE_METHOD_FLAGS. Entries here override both `defaults` and the flags
+  // a MethodSpec sets, so an operator can turn graphs off for one method
+  // without a rebuild.
+  std::string flags_text;
+  // The logger to write events to; null means the process-wide "encore" one.
+  std::shared_ptr<spdlog::logger> logger;
+};
+
+class Manager {
+ public:
+  // Fails with InvalidArgument on a malformed flags text or bad defaults.
+  static StatusOr<std::unique_ptr<Manager>> Create(ManagerOptions options = {});
+  ~Manager();
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  // InvalidArgument for an empty name, a missing fn, bad flags or a constant
+  // with a null address; AlreadyExists for a name already registered.
+  StatusOr<Method*> Register(MethodSpec spec);
+  // nullptr if no method has that name.
+  Method* Find(std::string_view name);
+  // {"methods":[{...},...]}, one object per method in name order.
+  std::string ReportJson() const;
+
+ private:
+  Manager(ManagerOptions options, FlagsText text);
+  void WarnUnknownFlagNames();
+
+  const ManagerOptions options_;
+  const FlagsText flags_text_;
+  const EventLog log_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::unique_ptr<Method>, std::less<>> methods_;
+  std::once_flag warned_unknown_;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_MANAGER_H_

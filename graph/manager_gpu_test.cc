@@ -1,0 +1,730 @@
+// The graphed method on a real GPU: phases, staging with moving addresses, the
+// replay guard, shape policies, capture failures, host constants, Release,
+// legacy-stream capture and concurrency.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/gpu_test_util.h"
+#include "encore/core/log_capture.h"
+#include "encore/graph/manager.h"
+#include "encore/shims/read_scalar.h"
+#include "encore/tests/device_buffer.h"
+#include "encore/tests/test_kernels.h"
+
+namespace encore {
+namespace {
+
+using testing::DeviceBuffer;
+
+constexpr float kSentinel = -12345.0f;
+
+TensorRef F32(void* p, Shape s, Strides st = {}) { return TensorRef{p, DType::kFloat32, s, st}; }
+
+struct Fixture {
+  LogCapture logs;
+  std::unique_ptr<Manager> manager;
+  cudaStream_t stream = nullptr;
+
+  explicit Fixture(MethodFlags defaults = {}, std::string flags_text = "") {
+    ManagerOptions o;
+    o.defaults = defaults;
+    o.flags_text = std::move(flags_text);
+    o.logger = logs.logger();
+    auto m = Manager::Create(o);
+    EXPECT_TRUE(m.ok()) << m.status();
+    manager = *std::move(m);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  }
+  ~Fixture() {
+    manager.reset();
+    cudaStreamDestroy(stream);
+  }
+};
+
+// out = in * 2 + 1 elementwise; counts host executions.
+MethodSpec Affine(std::string name, std::atomic<int>* host_runs, std::optional<MethodFlags> flags = {}) {
+  MethodSpec spec;
+  spec.name = std::move(name);
+  spec.constants = std::vector<Constant>{};
+  spec.flags = flags;
+  spec.fn = [host_runs](Call& c) -> Status {
+    if (host_runs) ++*host_runs;
+    const TensorRef& in = c.input(0);
+    const TensorRef& out = c.output(0);
+    if (in.numel() != out.numel()) return InvalidArgumentError("affine: numel differs");
+    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(in.data), static_cast<float*>(out.data), 2.0f,
+                                          1.0f, in.numel(), c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+  };
+  return spec;
+}
+
+std::vector<float> Iota(size_t n, float base) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = base + static_cast<float>(i);
+  return v;
+}
+
+TEST(ManagerGpuTest, PhasesAndResultsWhileAddressesMove) {
+  ENCORE_REQUIRE_GPU();
+  Fixture fx;
+  std::atomic<int> host_runs{0};
+  auto m = fx.manager->Register(Affine("forward", &host_runs));
+  ASSERT_TRUE(m.ok()) << m.status();
+  Method* method = *m;
+  constexpr size_t n = 96;  // (2,3,4,4)
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> ins, outs;
+  for (int i = 0; i < 3; ++i) {
+    ins.push_back(std::make_unique<DeviceBuffer<float>>(n));
+    outs.push_back(std::make_unique<DeviceBuffer<float>>(n));
+  }
+  for (int call = 0; call < 12; ++call) {
+    DeviceBuffer<float>& in = *ins[call % 3];
+    DeviceBuffer<float>& out = *outs[(call + 1) % 3];
+    in.Upload(Iota(n, static_cast<float>(call * 10)));
+    out.Fill(kSentinel);
+    TensorRef i = F32(in.get(), {2, 3, 4, 4});
+    TensorRef o = F32(out.get(), {2, 3, 4, 4});
+    ASSERT_TRUE(method->Run({&i, 1}, {&o, 1}, fx.stream).ok()) << "call " << call;
+    ASSERT_EQ(cudaStreamSynchronize(fx.stream), cudaSuccess);
+    std::vector<float> got = out.Download();
+    for (size_t k = 0; k < n; ++k) {
+      ASSERT_EQ(got[k], (call * 10 + static_cast<float>(k)) * 2 + 1) << "call " << call << " k " << k;
+    }
+  }
+  MethodReport r = method->Report();
+  EXPECT_EQ(r.calls, 12);
+  EXPECT_EQ(r.warmup_calls, 3);
+  EXPECT_EQ(r.captures, 1);
+  EXPECT_EQ(r.replays, 8);
+  EXPECT_EQ(r.eager_calls, 0);
+  EXPECT_EQ(r.phase, MethodPhase::kReplay);
+  EXPECT_EQ(host_runs.load(), 4);  // three warmups and the capture only
+  ASSERT_EQ(r.captured_input_shapes.size(), 1u);
+  EXPECT_EQ(r.captured_input_shapes[0][0], (Shape{2, 3, 4, 4}));
+  EXPECT_EQ(r.graph_nodes, 3u);  // stage in, affine, stage out
+  EXPECT_GT(r.memory.reserved_bytes, 0u);
+  EXPECT_EQ(fx.logs.Count("captured"), 1);
+  EXPECT_NE(fx.manager->ReportJson().find("\"replays\":8"), std::string::npos);
+}
+
+TEST(ManagerGpuTest, ReshapeWithSameBytesIsRefusedAndNothingChanges) {
+  ENCORE_REQUIRE_GPU();
+  Fixture fx;
+  MethodFlags f;
+  f.warmup_calls = 1;
+  auto m = fx.manager->Register(Affine("forward", nullptr, f));
+  ASSERT_TRUE(m.ok());
+  Method* method = *m;
+  DeviceBuffer<float> in(96), out(96);
+  in.Upload(Iota(96, 0));
+  TensorRef i = F32(in.get(), {2, 3, 4, 4});
+  TensorRef o = F32(out.get(), {2, 3, 4, 4});
+  ASSERT_TRUE(method->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+  ASSERT_TRUE(method->Run({&i, 1}, {&o, 1}, fx.stream).ok());  // capture
+  ASSERT_EQ(cudaStreamSynchronize(fx.stream), cudaSuccess);
+  MethodReport before = method->Report();
+
+  struct Case {
+    std::vector<TensorRef> in, out;
+    const char* message;
+  };
+  std::vector<Case> cases = {
+      {{F32(in.get(), {2, 4, 3, 4})}, {o}, "method 'forward': input 0 has size 4 in dim 1, captured with 3"},
+      {{TensorRef{in.get(), DType::kInt32, {2, 3, 4, 4}, {}}}, {o},
+       "method 'forward': input 0 has dtype int32, captured with float32"},
+      {{F32(in.get(), {6, 4, 4})}, {o}, "method 'forward': input 0 has rank 3, captured with 4"},
+      {{F32(in.get(), {2, 3, 4, 4}, {64, 16, 4, 1})}, {o},
+       "method 'forward': input 0 has stride 64 in dim 0, captured with 48"},
+      {{i, i}, {o}, "method 'forward': 2 inputs given, captured with 1"},
+      {{i}, {F32(out.get(), {2, 4, 3, 4})}, "method 'forward': output 0 has size 4 in dim 1, captured with 3"},
+  };
+  for (const Case& c : cases) {
+    out.Fill(kSentinel);
+    Status s = method->Run(c.in, c.out, fx.stream);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.message;
+    EXPECT_EQ(s.message(), c.message);
+    ASSERT_EQ(cudaStreamSynchronize(fx.stream), cudaSuccess);
+    for (float v : out.Download()) ASSERT_EQ(v, kSentinel) << c.message;
+  }
+  MethodReport after = method->Report();
+  EXPECT_EQ(after.calls, before.calls);
+  EXPECT_EQ(after.replays, before.replays);
+  EXPECT_EQ(after.captures, before.captures);
+  EXPECT_EQ(after.refusals, before.refusals + static_cast<int64_t>(cases.size()));
+  EXPECT_EQ(after.phase, MethodPhase::kReplay);
+  // And the graph still replays the captured shape correctly.
+  out.Fill(kSentinel);
+  ASSERT_TRUE(method->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+  EXPECT_EQ(out.Download()[5], 11.0f);
+}
+
+TEST(ManagerGpuTest, BadTensorsAreRejectedBeforeAnything) {
+  ENCORE_REQUIRE_GPU();
+  Fixture fx;
+  auto m = fx.manager->Register(Affine("forward", nullptr));
+  ASSERT_TRUE(m.ok());
+  TensorRef null_in = F32(nullptr, {4});
+  DeviceBuffer<float> out(4);
+  TensorRef o = F32(out.get(), {4});
+  Status s = (*m)->Run({&null_in, 1}, {&o, 1}, fx.stream);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "method 'forward': input 0 has a null data pointer and shape (4)");
+  EXPECT_EQ((*m)->Report().calls, 0);
+  EXPECT_EQ((*m)->Report().warmup_calls, 0);
+}
+
+TEST(ManagerGpuTest, EagerPolicyRunsNewShapeEagerlyAndKeepsGraph) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  f.on_new_shape = ShapePolicy::kEager;
+  Fixture fx(f);
+  std::atomic<int> runs{0};
+  auto m = fx.manager->Register(Affine("f", &runs));
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(64), out(64);
+  in.Upload(Iota(64, 1));
+  TensorRef a = F32(in.get(), {8, 8}), ao = F32(out.get(), {8, 8});
+  TensorRef b = F32(in.get(), {4, 16}), bo = F32(out.get(), {4, 16});
+  ASSERT_TRUE((*m)->Run({&a, 1}, {&ao, 1}, fx.stream).ok());  // capture
+  out.Fill(kSentinel);
+  ASSERT_TRUE((*m)->Run({&b, 1}, {&bo, 1}, fx.stream).ok());  // eager
+  EXPECT_EQ(out.Download()[63], 64.0f * 2 + 1);
+  ASSERT_TRUE((*m)->Run({&a, 1}, {&ao, 1}, fx.stream).ok());  // replay
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.captures, 1);
+  EXPECT_EQ(r.eager_calls, 1);
+  EXPECT_EQ(r.replays, 1);
+  EXPECT_EQ(runs.load(), 2);  // capture + eager
+}
+
+TEST(ManagerGpuTest, RecaptureKeepsUpToMaxGraphsAndUpdatesInPlace) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  f.on_new_shape = ShapePolicy::kRecapture;
+  f.max_graphs = 2;
+  Fixture fx(f);
+  auto m = fx.manager->Register(Affine("f", nullptr));
+  ASSERT_TRUE(m.ok());
+  Method* method = *m;
+  DeviceBuffer<float> in(4096), out(4096);
+  in.Upload(Iota(4096, 0));
+  auto run = [&](int64_t n) {
+    TensorRef i = F32(in.get(), {n}), o = F32(out.get(), {n});
+    out.Fill(kSentinel);
+    Status s = method->Run({&i, 1}, {&o, 1}, fx.stream);
+    EXPECT_TRUE(s.ok()) << s;
+    std::vector<float> got = out.Download();
+    for (int64_t k = 0; k < n; ++k) EXPECT_EQ(got[k], k * 2.0f + 1) << "n " << n << " k " << k;
+    for (size_t k = n; k < got.size(); ++k) ASSERT_EQ(got[k], kSentinel) << "n " << n << " wrote past the end";
+  };
+  run(100);   // capture
+  run(200);   // recapture: 2 graphs
+  run(100);   // replay of the first
+  EXPECT_EQ(method->Report().instantiations, 2);
+  {
+    // A third shape with the cache full: the least recently used graph (200)
+    // is updated in place, with no new instantiation.
+    CudaFaultInjector inj;
+    run(300);
+    EXPECT_EQ(inj.Count(CudaCall::kGraphInstantiate), 0);
+    EXPECT_EQ(inj.Count(CudaCall::kGraphExecUpdate), 1);
+  }
+  MethodReport r = method->Report();
+  EXPECT_EQ(r.recaptures, 2);
+  EXPECT_EQ(r.updates_in_place, 1);
+  ASSERT_EQ(r.captured_input_shapes.size(), 2u);
+  EXPECT_EQ(r.captured_input_shapes[0][0], (Shape{300}));
+  EXPECT_EQ(r.captured_input_shapes[1][0], (Shape{100}));
+  run(300);  // replays the updated executable with moved addresses
+  run(100);
+  r = method->Report();
+  EXPECT_EQ(r.replays, 3);
+  EXPECT_EQ(r.recaptures, 2);
+  run(200);  // 200 was dropped: recaptured
+  EXPECT_EQ(method->Report().recaptures, 3);
+}
+
+// A method whose capture is refused by a shim: the eager retry's result is
+// returned, graphs go off, info not error.
+TEST(ManagerGpuTest, ShimRefusalFallsBackToEager) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 1;
+  Fixture fx(f);
+  DeviceBuffer<float> scalar(1);
+  scalar.Upload({5.0f});
+  MethodSpec spec;
+  spec.name = "reads";
+  spec.constants = std::vector<Constant>{{"scalar", scalar.get(), sizeof(float)}};
+  spec.fn = [&](Call& c) -> Status {
+    ENCORE_ASSIGN_OR_RETURN(float s, shims::ReadScalar(scalar.get(), c.stream()));
+    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data), static_cast<float*>(c.output(0).data),
+                                          1.0f, s, c.input(0).numel(), c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(16), out(16);
+  in.Upload(Iota(16, 0));
+  TensorRef i = F32(in.get(), {16}), o = F32(out.get(), {16});
+  for (int call = 0; call < 4; ++call) {
+    scalar.Upload({static_cast<float>(call)});
+    out.Fill(kSentinel);
+    ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, fx.stream).ok()) << call;
+    EXPECT_EQ(out.Download()[3], 3.0f + call) << call;
+  }
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.capture_failures, 1);
+  EXPECT_EQ(r.captures, 0);
+  EXPECT_EQ(r.eager_calls, 3);
+  EXPECT_EQ(r.phase, MethodPhase::kEager);
+  EXPECT_NE(r.graphs_off_reason.find("ReadScalar"), std::string::npos) << r.graphs_off_reason;
+  auto ev = fx.logs.Find("capture_failed", "method", "reads");
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->level, spdlog::level::info);
+  EXPECT_EQ(ev->field("expected"), "true");
+  for (const auto& e : fx.logs.events()) EXPECT_LT(e.level, spdlog::level::err) << e.line;
+  // The caller's stream is usable and not capturing.
+  cudaStreamCaptureStatus st;
+  ASSERT_EQ(cudaStreamIsCapturing(fx.stream, &st), cudaSuccess);
+  EXPECT_EQ(st, cudaStreamCaptureStatusNone);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// A capture-illegal call: a synchronous copy to pageable memory.
+TEST(ManagerGpuTest, IllegalCallInCaptureFallsBackToEager) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 1;
+  Fixture fx(f);
+  MethodSpec spec;
+  spec.name = "sync_copy";
+  spec.constants = std::vector<Constant>{};
+  spec.fn = [](Call& c) -> Status {
+    float host = 0;  // pageable
+    cudaError_t e = cudaMemcpy(&host, c.input(0).data, sizeof(float), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return CudaStatus(e, "cudaMemcpy");
+    e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data), static_cast<float*>(c.output(0).data), 1.0f,
+                              host, c.input(0).numel(), c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(8), out(8);
+  for (int call = 0; call < 3; ++call) {
+    in.Upload(Iota(8, static_cast<float>(call)));
+    out.Fill(kSentinel);
+    TensorRef i = F32(in.get(), {8}), o = F32(out.get(), {8});
+    Status s = (*m)->Run({&i, 1}, {&o, 1}, fx.stream);
+    ASSERT_TRUE(s.ok()) << call << ": " << s;
+    std::vector<float> got = out.Download();
+    EXPECT_EQ(got[2], (call + 2.0f) + call) << call;  // in[2] + in[0]
+  }
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.capture_failures, 1);
+  EXPECT_EQ(r.eager_calls, 2);
+  auto ev = fx.logs.Find("capture_failed", "method", "sync_copy");
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->level, spdlog::level::info) << ev->line;
+  EXPECT_EQ(ev->field("expected"), "true");
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(ManagerGpuTest, EagerRetryFailureIsLoggedAtErrorAndReturned) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  Fixture fx(f);
+  MethodSpec spec;
+  spec.name = "broken";
+  spec.constants = std::vector<Constant>{};
+  spec.fn = [](Call& c) -> Status {
+    if (c.kind() == CallKind::kCapture) return CaptureRefusal("test refusal");
+    return InternalError("the eager path is broken too");
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(4), out(4);
+  TensorRef i = F32(in.get(), {4}), o = F32(out.get(), {4});
+  Status s = (*m)->Run({&i, 1}, {&o, 1}, fx.stream);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "the eager path is broken too");
+  auto cf = fx.logs.Find("capture_failed");
+  ASSERT_TRUE(cf.has_value());
+  EXPECT_EQ(cf->level, spdlog::level::info);
+  auto ef = fx.logs.Find("eager_failed", "method", "broken");
+  ASSERT_TRUE(ef.has_value());
+  EXPECT_EQ(ef->level, spdlog::level::err);
+}
+
+TEST(ManagerGpuTest, ExceptionInCaptureEndsTheCaptureCleanly) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  Fixture fx(f);
+  std::atomic<int> runs{0};
+  MethodSpec spec = Affine("throws", &runs);
+  MethodFn inner = spec.fn;
+  spec.fn = [inner](Call& c) -> Status {
+    if (c.kind() == CallKind::kCapture) {
+      // Launch something first so the capture holds a node.
+      Status s = inner(c);
+      (void)s;
+      throw std::runtime_error("boom");
+    }
+    return inner(c);
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(8), out(8);
+  in.Upload(Iota(8, 0));
+  out.Fill(kSentinel);
+  TensorRef i = F32(in.get(), {8}), o = F32(out.get(), {8});
+  Status s = (*m)->Run({&i, 1}, {&o, 1}, fx.stream);
+  EXPECT_TRUE(s.ok()) << s;  // the eager retry succeeded
+  EXPECT_EQ(out.Download()[7], 15.0f);
+  EXPECT_NE((*m)->Report().graphs_off_reason.find("threw: boom"), std::string::npos);
+  cudaStreamCaptureStatus st;
+  ASSERT_EQ(cudaStreamIsCapturing(fx.stream, &st), cudaSuccess);
+  EXPECT_EQ(st, cudaStreamCaptureStatusNone);
+}
+
+// A method that branches on a host flag updated every call.
+void HostFlagCase(bool pinned) {
+  Fixture fx;
+  int* flag = nullptr;
+  int pageable_flag = 0;
+  if (pinned) {
+    ASSERT_EQ(cudaMallocHost(&flag, sizeof(int)), cudaSuccess);
+  } else {
+    flag = &pageable_flag;
+  }
+  MethodSpec spec;
+  spec.name = "branchy";
+  spec.constants = std::vector<Constant>{{"use_double", flag, sizeof(int)}};
+  spec.fn = [flag](Call& c) -> Status {
+    float a = *flag ? 2.0f : 1.0f;
+    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
+                                          static_cast<float*>(c.output(0).data), a, 0.0f, c.input(0).numel(), c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(8), out(8);
+  in.Upload(Iota(8, 1));
+  TensorRef i = F32(in.get(), {8}), o = F32(out.get(), {8});
+  for (int call = 0; call < 10; ++call) {
+    *flag = call % 2;
+    ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+    EXPECT_EQ(out.Download()[3], 4.0f * (call % 2 ? 2 : 1)) << "call " << call;
+  }
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.captures, 0);
+  EXPECT_EQ(r.phase, MethodPhase::kEager);
+  EXPECT_NE(r.graphs_off_reason.find("constant 'use_double'"), std::string::npos) << r.graphs_off_reason;
+  auto ev = fx.logs.Find("host_constant", "constant", "use_double");
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_EQ(ev->field("memory"), pinned ? "pinned host memory" : "pageable host memory");
+  if (pinned) cudaFreeHost(flag);
+}
+
+TEST(ManagerGpuTest, PinnedHostConstantMeansNoGraph) {
+  ENCORE_REQUIRE_GPU();
+  HostFlagCase(true);
+}
+
+TEST(ManagerGpuTest, PageableHostConstantMeansNoGraph) {
+  ENCORE_REQUIRE_GPU();
+  HostFlagCase(false);
+}
+
+TEST(ManagerGpuTest, UnlistedConstantsAreLogged) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  Fixture fx(f);
+  MethodSpec spec = Affine("unlisted", nullptr);
+  spec.constants = std::nullopt;
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(8), out(8);
+  TensorRef i = F32(in.get(), {8}), o = F32(out.get(), {8});
+  ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+  auto ev = fx.logs.Find("constants_unlisted", "method", "unlisted");
+  ASSERT_TRUE(ev.has_value());
+  EXPECT_NE(ev->field("detail").find("constants could not be listed"), std::string::npos);
+  EXPECT_EQ((*m)->Report().captures, 1);
+}
+
+TEST(ManagerGpuTest, ReleaseThenNewShapeWarmsUpAndCapturesAgain) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 2;
+  Fixture fx(f);
+  std::atomic<int> runs{0};
+  auto m = fx.manager->Register(Affine("f", &runs));
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(64), out(64);
+  in.Upload(Iota(64, 0));
+  TensorRef a = F32(in.get(), {64}), ao = F32(out.get(), {64});
+  for (int k = 0; k < 4; ++k) ASSERT_TRUE((*m)->Run({&a, 1}, {&ao, 1}, fx.stream).ok());
+  EXPECT_EQ((*m)->Report().replays, 1);
+  ASSERT_TRUE((*m)->Release().ok());
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.phase, MethodPhase::kWarmup);
+  EXPECT_TRUE(r.captured_input_shapes.empty());
+  EXPECT_EQ(r.memory.reserved_bytes, 0u);
+  TensorRef b = F32(in.get(), {32}), bo = F32(out.get(), {32});
+  for (int k = 0; k < 4; ++k) {
+    out.Fill(kSentinel);
+    ASSERT_TRUE((*m)->Run({&b, 1}, {&bo, 1}, fx.stream).ok());
+    std::vector<float> got = out.Download();
+    EXPECT_EQ(got[31], 63.0f);
+    EXPECT_EQ(got[32], kSentinel);
+  }
+  r = (*m)->Report();
+  EXPECT_EQ(r.captures, 2);
+  EXPECT_EQ(r.warmup_calls, 4);
+  EXPECT_EQ(r.replays, 2);
+  EXPECT_EQ(r.captured_input_shapes[0][0], (Shape{32}));
+}
+
+TEST(ManagerGpuTest, LegacyDefaultStreamIsCapturedOnAnInternalStream) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 1;
+  Fixture fx(f);
+  auto m = fx.manager->Register(Affine("legacy", nullptr));
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(100), out(100);
+  for (int call = 0; call < 5; ++call) {
+    in.Upload(Iota(100, static_cast<float>(call)));
+    TensorRef i = F32(in.get(), {100}), o = F32(out.get(), {100});
+    ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, cudaStreamLegacy).ok());
+    // A blocking copy on the legacy stream is ordered after the launch.
+    float v = 0;
+    ASSERT_EQ(cudaMemcpy(&v, out.get() + 10, sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(v, (call + 10.0f) * 2 + 1) << call;
+  }
+  EXPECT_EQ((*m)->Report().captures, 1);
+  EXPECT_EQ((*m)->Report().replays, 3);
+  // The literal 0 is the same stream.
+  TensorRef i = F32(in.get(), {100}), o = F32(out.get(), {100});
+  EXPECT_TRUE((*m)->Run({&i, 1}, {&o, 1}, nullptr).ok());
+}
+
+TEST(ManagerGpuTest, CopyOutputsOffExposesStaticOutputs) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  f.copy_outputs = false;
+  Fixture fx(f);
+  auto m = fx.manager->Register(Affine("static_out", nullptr));
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(16), out(16);
+  out.Fill(kSentinel);
+  for (int call = 0; call < 3; ++call) {
+    in.Upload(Iota(16, static_cast<float>(call)));
+    TensorRef i = F32(in.get(), {16}), o = F32(out.get(), {16});
+    ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+    MethodReport r = (*m)->Report();
+    ASSERT_EQ(r.static_outputs.size(), 1u);
+    float v = 0;
+    ASSERT_EQ(cudaStreamSynchronize(fx.stream), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(&v, static_cast<float*>(r.static_outputs[0].data) + 4, sizeof(float), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(v, (call + 4.0f) * 2 + 1);
+  }
+  EXPECT_EQ(out.Download()[0], kSentinel);  // the caller's buffer is not written
+  EXPECT_EQ((*m)->Report().graph_nodes, 2u);   // no output staging node
+}
+
+// Another thread's CUDA calls during a capture neither break it nor get
+// recorded (thread-local capture mode).
+TEST(ManagerGpuTest, OtherThreadsCudaCallsDoNotBreakCapture) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  Fixture fx(f);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false, done = false;
+  cudaError_t other_err = cudaErrorUnknown;
+  std::thread other([&] {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return go; });
+    void* p = nullptr;
+    other_err = cudaMalloc(&p, 1 << 20);
+    if (other_err == cudaSuccess) other_err = cudaFree(p);
+    done = true;
+    cv.notify_all();
+  });
+  MethodSpec spec = Affine("concurrent_capture", nullptr);
+  MethodFn inner = spec.fn;
+  spec.fn = [&, inner](Call& c) -> Status {
+    if (c.kind() == CallKind::kCapture) {
+      std::unique_lock<std::mutex> l(mu);
+      go = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return done; });
+    }
+    return inner(c);
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(8), out(8);
+  in.Upload(Iota(8, 0));
+  TensorRef i = F32(in.get(), {8}), o = F32(out.get(), {8});
+  ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+  other.join();
+  EXPECT_EQ(other_err, cudaSuccess);
+  EXPECT_EQ((*m)->Report().captures, 1);
+  EXPECT_EQ((*m)->Report().capture_failures, 0);
+  EXPECT_EQ(out.Download()[7], 15.0f);
+}
+
+TEST(ManagerGpuTest, TwoMethodsOnTwoThreadsRunConcurrently) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 2;
+  Fixture fx(f);
+  auto a = fx.manager->Register(Affine("a", nullptr));
+  auto b = fx.manager->Register(Affine("b", nullptr));
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::atomic<int> errors{0};
+  auto worker = [&](Method* m, float base) {
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    DeviceBuffer<float> in(1000), out(1000);
+    for (int call = 0; call < 200; ++call) {
+      std::vector<float> v(1000, base + call);
+      cudaMemcpyAsync(in.get(), v.data(), 4000, cudaMemcpyHostToDevice, s);
+      cudaStreamSynchronize(s);
+      TensorRef i = F32(in.get(), {1000}), o = F32(out.get(), {1000});
+      if (!m->Run({&i, 1}, {&o, 1}, s).ok()) ++errors;
+      float got = 0;
+      cudaMemcpyAsync(&got, out.get() + 999, 4, cudaMemcpyDeviceToHost, s);
+      cudaStreamSynchronize(s);
+      if (got != (base + call) * 2 + 1) ++errors;
+    }
+    cudaStreamDestroy(s);
+  };
+  std::thread t1(worker, *a, 0.0f), t2(worker, *b, 5000.0f);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ((*a)->Report().replays, 197);
+  EXPECT_EQ((*b)->Report().replays, 197);
+}
+
+TEST(ManagerGpuTest, OneMethodFromTwoThreadsIsSerialized) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 1;
+  Fixture fx(f);
+  auto m = fx.manager->Register(Affine("shared", nullptr));
+  ASSERT_TRUE(m.ok());
+  std::atomic<int> errors{0};
+  auto worker = [&](float base) {
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    DeviceBuffer<float> in(256), out(256);
+    for (int call = 0; call < 100; ++call) {
+      std::vector<float> v(256, base + call);
+      cudaMemcpyAsync(in.get(), v.data(), 1024, cudaMemcpyHostToDevice, s);
+      TensorRef i = F32(in.get(), {256}), o = F32(out.get(), {256});
+      if (!(*m)->Run({&i, 1}, {&o, 1}, s).ok()) ++errors;
+      std::vector<float> got(256);
+      cudaMemcpyAsync(got.data(), out.get(), 1024, cudaMemcpyDeviceToHost, s);
+      cudaStreamSynchronize(s);
+      for (float g : got) {
+        if (g != (base + call) * 2 + 1) {
+          ++errors;
+          break;
+        }
+      }
+    }
+    cudaStreamDestroy(s);
+  };
+  std::thread t1(worker, 0.0f), t2(worker, 1000.0f);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ((*m)->Report().calls, 200);
+}
+
+TEST(ManagerTest, RegisterRejectsBadSpecs) {
+  auto mgr = Manager::Create();
+  ASSERT_TRUE(mgr.ok());
+  MethodSpec empty;
+  EXPECT_EQ((*mgr)->Register(empty).status().message(), "Register: the method name is empty");
+  MethodSpec nofn;
+  nofn.name = "x";
+  EXPECT_EQ((*mgr)->Register(nofn).status().message(), "Register: method 'x' has no fn");
+  MethodSpec nullc = Affine("y", nullptr);
+  nullc.constants = std::vector<Constant>{{"w", nullptr, 4}};
+  EXPECT_EQ((*mgr)->Register(nullc).status().message(),
+            "Register: method 'y': constant 0 ('w') has a null address");
+  ASSERT_TRUE((*mgr)->Register(Affine("z", nullptr)).ok());
+  auto dup = (*mgr)->Register(Affine("z", nullptr));
+  EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
+  MethodFlags bad;
+  bad.max_graphs = 0;
+  auto b = (*mgr)->Register(Affine("w", nullptr, bad));
+  EXPECT_EQ(b.status().message(), "Register: method 'w': max_graphs is 0, must be >= 1");
+  EXPECT_NE((*mgr)->Find("z"), nullptr);
+  EXPECT_EQ((*mgr)->Find("nope"), nullptr);
+}
+
+TEST(ManagerTest, FlagsTextOverridesAndMalformedTextFailsCreate) {
+  ManagerOptions o;
+  o.flags_text = "f:warmup=x";
+  auto bad = Manager::Create(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "flags_text: method flags: bad token 'warmup=x': warmup takes an integer >= 0");
+  LogCapture logs;
+  o.flags_text = "f:graphs=off;ghost:warmup=1";
+  o.logger = logs.logger();
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  MethodFlags code_flags;
+  code_flags.warmup_calls = 9;
+  MethodSpec spec;
+  spec.name = "f";
+  spec.flags = code_flags;
+  spec.fn = [](Call&) { return OkStatus(); };
+  auto f = (*mgr)->Register(spec);
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE((*f)->flags().graphs);
+  EXPECT_EQ((*f)->flags().warmup_calls, 9);
+  EXPECT_EQ((*f)->Report().phase, MethodPhase::kEager);
+  // The unknown name is a warning once methods run, not an error.
+  EXPECT_TRUE((*f)->Run({}, {}, cudaStreamLegacy).ok());
+  auto w = logs.Find("unknown_method_in_flags", "method", "ghost");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->level, spdlog::level::warn);
+}
+
+TEST(ManagerTest, EnvironmentVariableIsReadWhenTextIsEmpty) {
+  setenv("ENCORE_METHOD_FLAGS", "*:checks=off,graphs=nope", 1);
+  auto bad = Manager::Create();
+  unsetenv("ENCORE_METHOD_FLAGS");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "ENCORE_METHOD_FLAGS: method flags: bad token 'graphs=nope': graphs takes on or off");
+}
+
+}  // namespace
+}  // namespace encore

@@ -1,0 +1,680 @@
+#include "encore/graph/method.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <string>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+#include "encore/graph/stream_capture.h"
+#include "encore/shims/device_check.h"
+#include "encore/shims/mapped_check_record.h"
+
+namespace encore {
+namespace {
+
+std::string Quoted(std::string_view name) { return "method '" + std::string(name) + "'"; }
+
+double MicrosSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+const TensorRef& EmptyTensor() {
+  static const TensorRef empty{};
+  return empty;
+}
+
+}  // namespace
+
+std::string_view CallKindName(CallKind k) {
+  switch (k) {
+    case CallKind::kEager: return "eager";
+    case CallKind::kWarmup: return "warmup";
+    case CallKind::kCapture: return "capture";
+  }
+  return "unknown";
+}
+
+std::string_view MethodPhaseName(MethodPhase p) {
+  switch (p) {
+    case MethodPhase::kWarmup: return "warmup";
+    case MethodPhase::kCapture: return "capture";
+    case MethodPhase::kReplay: return "replay";
+    case MethodPhase::kEager: return "eager";
+  }
+  return "unknown";
+}
+
+const TensorRef& Call::input(size_t i) const { return i < inputs_.size() ? inputs_[i] : EmptyTensor(); }
+const TensorRef& Call::output(size_t i) const { return i < outputs_.size() ? outputs_[i] : EmptyTensor(); }
+
+StatusOr<void*> Call::Allocate(size_t bytes) { return method_->Allocate(kind_, stream_, bytes); }
+
+Status Call::Check(const bool* device_cond, std::string_view message) {
+  return method_->Check(*this, device_cond, message);
+}
+
+// A staging node of one graph: which tensors it copies and the parameters the
+// executable holds now, so a replay rewrites them only when an address moved.
+struct Method::StageNode {
+  cudaGraphNode_t node = nullptr;
+  cudaKernelNodeParams launch{};  // func, grid, block from the captured node
+  StageParams params{};
+  bool is_input = true;
+  size_t first = 0;  // index of the first tensor this node copies
+};
+
+struct Method::GraphEntry {
+  uint64_t id = 0;
+  CallSignature signature;
+  Graph graph;  // the graph the executable was instantiated from
+  GraphExec exec;
+  size_t nodes = 0;
+  std::vector<TensorRef> static_inputs;
+  std::vector<TensorRef> static_outputs;
+  std::vector<StageNode> stages;
+};
+
+Method::Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
+               EventLog log, std::function<void()> on_first_run)
+    : name_(std::move(name)),
+      fn_(std::move(fn)),
+      constants_(std::move(constants)),
+      flags_(flags),
+      log_(std::move(log)),
+      on_first_run_(std::move(on_first_run)),
+      phase_(!flags.graphs ? MethodPhase::kEager
+                           : (flags.warmup_calls > 0 ? MethodPhase::kWarmup : MethodPhase::kCapture)) {
+  counters_.name = name_;
+  if (!flags_.graphs) graphs_off_reason_ = "graphs=off in the method's flags";
+}
+
+Method::~Method() {
+  Status s = WaitForLastLaunch();
+  if (!s.ok()) log_.Error("release_failed", {{"method", name_}, {"error", s.message()}});
+  graphs_.clear();
+  if (device_sequence_) (void)cuda().Free(device_sequence_);
+}
+
+Status Method::ValidateArgs(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ENCORE_RETURN_IF_ERROR(ValidateTensorRef(inputs[i], Quoted(name_) + ": input " + std::to_string(i)));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    ENCORE_RETURN_IF_ERROR(ValidateTensorRef(outputs[i], Quoted(name_) + ": output " + std::to_string(i)));
+  }
+  return OkStatus();
+}
+
+Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
+  if (on_first_run_) on_first_run_();
+  std::lock_guard<std::mutex> lock(mu_);
+  ENCORE_RETURN_IF_ERROR(TakeCheckFailure());
+  // Fast path first: a replay of the most recent graph validates nothing
+  // twice, since a matching signature already implies valid tensors apart
+  // from the data pointers.
+  const bool graphs_on = flags_.graphs && !graphs_off_;
+  if (graphs_on && !graphs_.empty() && graphs_.front()->signature.Matches(inputs, outputs)) {
+    bool pointers_ok = true;
+    for (const TensorRef& t : inputs) pointers_ok &= t.data != nullptr || t.numel() == 0;
+    for (const TensorRef& t : outputs) pointers_ok &= t.data != nullptr || t.numel() == 0;
+    if (pointers_ok) {
+      int64_t index = ++counters_.calls;
+      return Replay(*graphs_.front(), inputs, outputs, stream, index);
+    }
+  }
+  ENCORE_RETURN_IF_ERROR(ValidateArgs(inputs, outputs));
+
+  size_t match = graphs_.size();
+  for (size_t i = 0; i < graphs_.size(); ++i) {
+    if (graphs_[i]->signature.Matches(inputs, outputs)) {
+      match = i;
+      break;
+    }
+  }
+  DecisionInput in{&flags_, graphs_off_, warmups_done_, !graphs_.empty(), match < graphs_.size()};
+  Action action = Decide(in);
+  if ((action == Action::kCapture || action == Action::kRecapture) && !constants_checked_) {
+    CheckConstants();
+    if (graphs_off_) action = Action::kEager;
+  }
+  if (action == Action::kRefuse) {
+    // The most recent graph is the one the user most likely meant.
+    Status s = graphs_.front()->signature.Compare(name_, inputs, outputs);
+    ++counters_.refusals;
+    log_.Info("refused", {{"method", name_}, {"reason", s.message()}});
+    return s;
+  }
+  int64_t index = ++counters_.calls;
+  switch (action) {
+    case Action::kEager:
+      ++counters_.eager_calls;
+      return RunEager(inputs, outputs, stream, CallKind::kEager, index);
+    case Action::kEagerOnce:
+      ++counters_.eager_calls;
+      log_.Debug("eager_new_shape", {{"method", name_}, {"call", index}});
+      return RunEager(inputs, outputs, stream, CallKind::kEager, index);
+    case Action::kWarmup: {
+      ++counters_.warmup_calls;
+      ++warmups_done_;
+      Status s = RunEager(inputs, outputs, stream, CallKind::kWarmup, index);
+      if (warmups_done_ >= flags_.warmup_calls) SetPhase(MethodPhase::kCapture, index);
+      return s;
+    }
+    case Action::kCapture:
+      return CaptureAndLaunch(inputs, outputs, stream, index, /*recapture=*/false);
+    case Action::kRecapture:
+      return CaptureAndLaunch(inputs, outputs, stream, index, /*recapture=*/true);
+    case Action::kReplay: {
+      // Move the match to the front: the vector is the LRU order.
+      std::rotate(graphs_.begin(), graphs_.begin() + match, graphs_.begin() + match + 1);
+      return Replay(*graphs_.front(), inputs, outputs, stream, index);
+    }
+    case Action::kRefuse:
+      break;
+  }
+  return InternalError(Quoted(name_) + ": no action for this call");
+}
+
+Status Method::InvokeFn(Call& call) {
+  // Nothing may throw past this point while a capture is open: an exception
+  // would leave the stream capturing. Convert it to a Status instead.
+  try {
+    return fn_(call);
+  } catch (const std::exception& e) {
+    return InternalError(Quoted(name_) + " threw: " + e.what());
+  } catch (...) {
+    return InternalError(Quoted(name_) + " threw a non-standard exception");
+  }
+}
+
+Status Method::RunEager(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream,
+                        CallKind kind, int64_t index) {
+  Call call(this, stream, inputs, outputs, kind, index);
+  Status s = InvokeFn(call);
+  Status freed = arena_.EndEagerCall(stream);
+  if (s.ok()) s = freed;
+  return s;
+}
+
+void Method::SetPhase(MethodPhase to, int64_t index) {
+  if (to == phase_) return;
+  log_.Info("phase", {{"method", name_}, {"from", MethodPhaseName(phase_)}, {"to", MethodPhaseName(to)},
+                      {"call", index}});
+  phase_ = to;
+}
+
+void Method::TurnGraphsOff(std::string reason, int64_t index) {
+  graphs_off_ = true;
+  graphs_off_reason_ = std::move(reason);
+  log_.Info("graphs_off", {{"method", name_}, {"reason", graphs_off_reason_}, {"call", index}});
+  SetPhase(MethodPhase::kEager, index);
+}
+
+void Method::CheckConstants() {
+  constants_checked_ = true;
+  if (!constants_) {
+    log_.Info("constants_unlisted",
+              {{"method", name_},
+               {"detail", "the constants could not be listed; host-memory constants cannot be detected"}});
+    return;
+  }
+  for (const Constant& c : *constants_) {
+    cudaPointerAttributes attr{};
+    cudaError_t err = cuda().PointerGetAttributes(&attr, c.data);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      log_.Warn("constant_unknown", {{"method", name_}, {"constant", c.name}, {"error", cudaGetErrorName(err)}});
+      continue;
+    }
+    const char* where = nullptr;
+    if (attr.type == cudaMemoryTypeHost) where = "pinned host memory";
+    if (attr.type == cudaMemoryTypeUnregistered) where = "pageable host memory";
+    if (where) {
+      log_.Info("host_constant", {{"method", name_}, {"constant", c.name}, {"memory", where}});
+      TurnGraphsOff("constant '" + c.name + "' is in " + where +
+                        "; host code that reads it would be baked into a graph",
+                    counters_.calls);
+      return;
+    }
+  }
+}
+
+Status Method::WaitForLastLaunch() {
+  if (!has_launched_ || !last_launch_event_) return OkStatus();
+  ENCORE_CUDA_CALL(EventSynchronize, last_launch_event_.get());
+  return OkStatus();
+}
+
+Status Method::JoinLastLaunch(cudaStream_t stream) {
+  if (!last_launch_event_) {
+    ENCORE_ASSIGN_OR_RETURN(last_launch_event_, Event::Create());
+  }
+  if (has_launched_ && stream != last_launch_stream_) {
+    // The graphs of this method share static buffers and scratch, so a
+    // launch on a new stream must wait for the previous one.
+    ENCORE_CUDA_CALL(EventRecord, last_launch_event_.get(), last_launch_stream_);
+    ENCORE_CUDA_CALL(StreamWaitEvent, stream, last_launch_event_.get(), 0);
+  }
+  return OkStatus();
+}
+
+Status Method::LaunchGraph(GraphEntry& g, cudaStream_t stream, int64_t index) {
+  ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
+  ENCORE_RETURN_IF_ERROR(g.exec.Launch(stream));
+  launch_calls_[launches_ % kLaunchRing] = index;
+  ++launches_;
+  has_launched_ = true;
+  last_launch_stream_ = stream;
+  return OkStatus();
+}
+
+Status Method::Replay(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                      cudaStream_t stream, int64_t index) {
+  for (StageNode& st : g.stages) {
+    std::span<const TensorRef> caller = st.is_input ? inputs : outputs;
+    bool changed = false;
+    for (int k = 0; k < st.params.count; ++k) {
+      void* addr = caller[st.first + k].data;
+      StageCopy& c = st.params.copies[k];
+      if (st.is_input ? c.src != addr : c.dst != addr) {
+        if (st.is_input) {
+          c.src = addr;
+        } else {
+          c.dst = addr;
+        }
+        changed = true;
+      }
+    }
+    if (changed) {
+      void* args[] = {&st.params};
+      cudaKernelNodeParams p = st.launch;
+      p.kernelParams = args;
+      p.extra = nullptr;
+      cudaError_t err = cuda().GraphExecKernelNodeSetParams(g.exec.get(), st.node, &p);
+      if (err != cudaSuccess) {
+        // Forget the addresses so the next call rewrites this node again.
+        for (int k = 0; k < st.params.count; ++k) {
+          st.params.copies[k].src = nullptr;
+          st.params.copies[k].dst = nullptr;
+        }
+        return CudaStatus(err, CudaCallName(CudaCall::kGraphExecKernelNodeSetParams),
+                          Quoted(name_) + ": staging addresses not updated, nothing launched");
+      }
+    }
+  }
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(g, stream, index));
+  ++counters_.replays;
+  if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});
+  return OkStatus();
+}
+
+Status Method::CaptureAndLaunch(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                                cudaStream_t stream, int64_t index, bool recapture) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto fail = [&](CaptureStage stage, const Status& s, bool cuda_capture_error) {
+    return HandleCaptureFailure(ClassifyCaptureFailure(stage, s, cuda_capture_error, /*graph_launched=*/false),
+                                inputs, outputs, stream, index);
+  };
+  SetPhase(MethodPhase::kCapture, index);
+  auto entry = std::make_unique<GraphEntry>();
+  entry->id = ++next_capture_id_;
+  entry->signature = CallSignature::Of(inputs, outputs);
+
+  // Graph memory: static buffers plus the method's peak eager scratch, so the
+  // capture itself rarely has to allocate.
+  size_t static_bytes = 0;
+  for (const TensorSignature& t : entry->signature.inputs()) static_bytes += t.span_bytes + GraphArena::kAlignment;
+  for (const TensorSignature& t : entry->signature.outputs()) static_bytes += t.span_bytes + GraphArena::kAlignment;
+  if (Status s = arena_.BeginCapture(entry->id, static_bytes + arena_.eager_peak_bytes()); !s.ok()) {
+    return fail(CaptureStage::kBegin, s, false);
+  }
+  auto make_static = [&](std::span<const TensorRef> refs, std::vector<TensorRef>& out) -> Status {
+    for (const TensorRef& t : refs) {
+      TensorRef s = t;
+      ENCORE_ASSIGN_OR_RETURN(s.data, arena_.AllocateCapture(t.span_bytes()));
+      out.push_back(s);
+    }
+    return OkStatus();
+  };
+  if (Status s = make_static(inputs, entry->static_inputs); !s.ok()) {
+    (void)arena_.AbortCapture();
+    return fail(CaptureStage::kBegin, s, false);
+  }
+  if (Status s = make_static(outputs, entry->static_outputs); !s.ok()) {
+    (void)arena_.AbortCapture();
+    return fail(CaptureStage::kBegin, s, false);
+  }
+  if (flags_.checks == CheckMode::kRecord && !device_sequence_) {
+    void* p = nullptr;
+    cudaError_t err = cuda().Malloc(&p, sizeof(unsigned long long));
+    if (err == cudaSuccess) err = cuda().MemsetAsync(p, 0, sizeof(unsigned long long), stream);
+    if (err != cudaSuccess) {
+      if (p) (void)cuda().Free(p);
+      (void)arena_.AbortCapture();
+      return fail(CaptureStage::kBegin, CudaStatus(err, "device check sequence counter"), false);
+    }
+    device_sequence_ = static_cast<unsigned long long*>(p);
+  }
+
+  // The legacy default stream cannot be captured: capture on our own stream
+  // and launch the graph on the caller's.
+  cudaStream_t cs = stream;
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+    if (!capture_stream_) {
+      StatusOr<Stream> st = Stream::Create();
+      if (!st.ok()) {
+        (void)arena_.AbortCapture();
+        return fail(CaptureStage::kBegin, st.status(), false);
+      }
+      capture_stream_ = *std::move(st);
+    }
+    cs = capture_stream_.get();
+  }
+
+  Status failure;
+  CaptureStage failed_at = CaptureStage::kMethod;
+  bool capture_error = false;
+  std::optional<Graph> graph;
+  {
+    StatusOr<StreamCapture> cap = StreamCapture::Begin(cs);
+    if (!cap.ok()) {
+      (void)arena_.AbortCapture();
+      return fail(CaptureStage::kBegin, cap.status(), false);
+    }
+    // Staging nodes: inputs first (always one node, which also bumps the
+    // check sequence), the method, then outputs.
+    auto add_stages = [&](bool is_input, std::span<const TensorRef> caller,
+                          const std::vector<TensorRef>& statics) -> Status {
+      size_t n = caller.size();
+      size_t chunks = std::max<size_t>(1, (n + StageParams::kMaxCopies - 1) / StageParams::kMaxCopies);
+      if (!is_input && n == 0) chunks = 0;
+      for (size_t c = 0; c < chunks; ++c) {
+        StageNode st;
+        st.is_input = is_input;
+        st.first = c * StageParams::kMaxCopies;
+        st.params.count = static_cast<int>(std::min<size_t>(StageParams::kMaxCopies, n - std::min(n, st.first)));
+        st.params.magic = kStageMagic;
+        st.params.tag = is_input ? static_cast<int32_t>(c) : -static_cast<int32_t>(c) - 1;
+        st.params.sequence = (is_input && c == 0) ? device_sequence_ : nullptr;
+        uint64_t max_bytes = 0;
+        for (int k = 0; k < st.params.count; ++k) {
+          const TensorRef& u = caller[st.first + k];
+          const TensorRef& s = statics[st.first + k];
+          StageCopy& cp = st.params.copies[k];
+          cp.src = is_input ? u.data : s.data;
+          cp.dst = is_input ? s.data : u.data;
+          cp.bytes = s.span_bytes();
+          max_bytes = std::max<uint64_t>(max_bytes, cp.bytes);
+        }
+        cudaError_t err = LaunchStage(st.params, max_bytes, cs);
+        if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch");
+        ENCORE_ASSIGN_OR_RETURN(st.node, cap->LastNode());
+        entry->stages.push_back(st);
+      }
+      return OkStatus();
+    };
+    failure = add_stages(true, inputs, entry->static_inputs);
+    if (failure.ok()) {
+      Call call(this, cs, entry->static_inputs, entry->static_outputs, CallKind::kCapture, index);
+      failure = InvokeFn(call);
+      if (failure.ok() && flags_.copy_outputs) failure = add_stages(false, outputs, entry->static_outputs);
+    }
+    if (!failure.ok()) {
+      // A CUDA call the capture cannot record usually also invalidates it;
+      // ending the capture says whether CUDA saw it that way.
+      bool cap_err = false;
+      StatusOr<Graph> g = cap->End(&cap_err);
+      capture_error = cap_err;
+    } else {
+      failed_at = CaptureStage::kEndCapture;
+      StatusOr<Graph> g = cap->End(&capture_error);
+      if (g.ok()) {
+        graph = *std::move(g);
+      } else {
+        failure = g.status();
+      }
+    }
+  }
+  if (!failure.ok()) {
+    (void)arena_.AbortCapture();
+    return fail(failed_at, failure, capture_error);
+  }
+  if (StatusOr<size_t> n = graph->NodeCount(); n.ok()) entry->nodes = *n;
+  for (StageNode& st : entry->stages) {
+    cudaKernelNodeParams p{};
+    if (cudaError_t err = cuda().GraphKernelNodeGetParams(st.node, &p); err != cudaSuccess) {
+      (void)arena_.AbortCapture();
+      return fail(CaptureStage::kEndCapture, CudaStatus(err, CudaCallName(CudaCall::kGraphKernelNodeGetParams)), false);
+    }
+    st.launch = p;
+    st.launch.kernelParams = nullptr;
+    st.launch.extra = nullptr;
+  }
+
+  // Under kRecapture with the cache full, update the least recently used
+  // executable in place when CUDA accepts it: cheaper than instantiating.
+  bool updated = false;
+  std::unique_ptr<GraphEntry> evicted;
+  if (recapture && static_cast<int>(graphs_.size()) >= flags_.max_graphs) {
+    GraphEntry& lru = *graphs_.back();
+    if (lru.stages.size() == entry->stages.size() && lru.exec.Update(*graph).ok()) {
+      updated = true;
+      // Node handles for later parameter updates must come from the graph
+      // the executable was instantiated from.
+      entry->exec = std::move(lru.exec);
+      for (size_t i = 0; i < entry->stages.size(); ++i) entry->stages[i].node = lru.stages[i].node;
+      entry->graph = std::move(lru.graph);
+      arena_.DropGraph(lru.id);
+      graphs_.pop_back();
+    }
+  }
+  if (!updated) {
+    StatusOr<GraphExec> exec = GraphExec::Instantiate(*graph);
+    if (!exec.ok()) {
+      (void)arena_.AbortCapture();
+      return fail(CaptureStage::kInstantiate, exec.status(), false);
+    }
+    ++counters_.instantiations;
+    entry->exec = *std::move(exec);
+    entry->graph = *std::move(graph);
+  } else {
+    ++counters_.updates_in_place;
+  }
+
+  if (Status s = LaunchGraph(*entry, stream, index); !s.ok()) {
+    // cudaGraphLaunch returned an error, so nothing of the graph ran and the
+    // eager retry cannot apply the call twice.
+    (void)arena_.AbortCapture();
+    return fail(CaptureStage::kFirstLaunch, s, false);
+  }
+  arena_.CommitCapture();
+  if (recapture) {
+    ++counters_.recaptures;
+  } else {
+    ++counters_.captures;
+  }
+  while (static_cast<int>(graphs_.size()) >= flags_.max_graphs) DropGraph(graphs_.size() - 1);
+  const size_t nodes = entry->nodes;
+  std::string sig = entry->signature.ToString();
+  graphs_.insert(graphs_.begin(), std::move(entry));
+  log_.Info(recapture ? "recaptured" : "captured",
+            {{"method", name_}, {"call", index}, {"nodes", nodes}, {"signature", sig}, {"updated_in_place", updated},
+             {"us", MicrosSince(t0)}});
+  SetPhase(MethodPhase::kReplay, index);
+  return OkStatus();
+}
+
+Status Method::HandleCaptureFailure(const CaptureFailure& f, std::span<const TensorRef> inputs,
+                                    std::span<const TensorRef> outputs, cudaStream_t stream, int64_t index) {
+  ++counters_.capture_failures;
+  log_.Log(f.expected ? spdlog::level::info : spdlog::level::warn, "capture_failed",
+           {{"method", name_}, {"call", index}, {"stage", CaptureStageName(f.stage)}, {"reason", f.status.message()},
+            {"expected", f.expected}});
+  TurnGraphsOff("capture failed at " + f.reason, index);
+  if (!f.retry_eagerly) return f.status;
+  ++counters_.eager_calls;
+  Status s = RunEager(inputs, outputs, stream, CallKind::kEager, index);
+  if (!s.ok()) {
+    log_.Error("eager_failed", {{"method", name_}, {"call", index}, {"error", s.ToString()}});
+  }
+  return s;
+}
+
+void Method::DropGraph(size_t i) {
+  arena_.DropGraph(graphs_[i]->id);
+  graphs_.erase(graphs_.begin() + i);
+}
+
+Status Method::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ENCORE_RETURN_IF_ERROR(WaitForLastLaunch());
+  graphs_.clear();
+  Status s = arena_.ReleaseAll();
+  warmups_done_ = 0;
+  constants_checked_ = false;
+  has_launched_ = false;
+  log_.Info("released", {{"method", name_}, {"call", counters_.calls}});
+  if (!graphs_off_ && flags_.graphs) SetPhase(flags_.warmup_calls > 0 ? MethodPhase::kWarmup : MethodPhase::kCapture, counters_.calls);
+  return s;
+}
+
+Status Method::Synchronize(cudaStream_t stream) {
+  ENCORE_CUDA_CALL(StreamSynchronize, stream);
+  std::lock_guard<std::mutex> lock(mu_);
+  return TakeCheckFailure();
+}
+
+StatusOr<void*> Method::Allocate(CallKind kind, cudaStream_t stream, size_t bytes) {
+  if (kind == CallKind::kCapture) return arena_.AllocateCapture(bytes);
+  return arena_.AllocateEager(bytes, stream);
+}
+
+Status Method::EnsureCheckState() {
+  if (check_record_) return OkStatus();
+  ENCORE_ASSIGN_OR_RETURN(auto rec, shims::MappedCheckRecord::Create());
+  check_record_ = std::make_unique<shims::MappedCheckRecord>(std::move(rec));
+  return OkStatus();
+}
+
+Status Method::Check(const Call& call, const bool* device_cond, std::string_view message) {
+  if (flags_.checks == CheckMode::kOff) return OkStatus();
+  if (device_cond == nullptr) return InvalidArgumentError(Quoted(name_) + ": Check got a null condition pointer");
+  const bool trap = flags_.checks == CheckMode::kTrap;
+  shims::CheckRecord* rec = nullptr;
+  if (!trap) {
+    ENCORE_RETURN_IF_ERROR(EnsureCheckState());
+    rec = check_record_->device();
+  }
+  // One id per distinct message, so an eager method that checks on every
+  // call does not grow this list.
+  auto it = std::find(check_messages_.begin(), check_messages_.end(), message);
+  int id = static_cast<int>(it - check_messages_.begin());
+  if (it == check_messages_.end()) check_messages_.emplace_back(message);
+  const bool in_graph = call.kind() == CallKind::kCapture;
+  cudaError_t err = shims::LaunchDeviceCheck(device_cond, rec, id, in_graph ? device_sequence_ : nullptr,
+                                             call.index(), trap, call.stream());
+  if (err != cudaSuccess) return CudaStatus(err, "device check launch", Quoted(name_));
+  return OkStatus();
+}
+
+Status Method::TakeCheckFailure() {
+  if (!check_record_) return OkStatus();
+  volatile shims::CheckRecord* r = check_record_->host();
+  if (!r->failed) return OkStatus();
+  // The kernel claims the record before it writes the other fields; wait for
+  // it to finish. This is the failure path only, never a replay.
+  (void)cudaDeviceSynchronize();
+  int id = r->check_id;
+  int64_t call = r->call_index;
+  if (call < 0) {
+    uint64_t seq = r->seq;
+    // seq counts launches of this method's graphs, the failing one included.
+    call = seq >= 1 && launches_ - seq < kLaunchRing ? launch_calls_[(seq - 1) % kLaunchRing] : -1;
+  }
+  std::string msg = id >= 0 && id < static_cast<int>(check_messages_.size()) ? check_messages_[id] : "unknown check";
+  check_record_->Clear();
+  ++counters_.check_failures;
+  std::string text = Quoted(name_) + ": check failed: " + msg + " (call " +
+                     (call >= 0 ? std::to_string(call) : std::string("unknown")) + ")";
+  log_.Warn("check_failed", {{"method", name_}, {"message", msg}, {"call", call}});
+  return FailedPreconditionError(text);
+}
+
+MethodReport Method::Report() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  MethodReport r = counters_;
+  r.phase = phase_;
+  r.flags = flags_;
+  r.graphs_off_reason = graphs_off_reason_;
+  for (const auto& g : graphs_) {
+    std::vector<Shape> shapes;
+    for (const TensorSignature& t : g->signature.inputs()) shapes.push_back(t.shape);
+    r.captured_input_shapes.push_back(std::move(shapes));
+  }
+  if (!graphs_.empty()) {
+    r.graph_nodes = graphs_.front()->nodes;
+    if (!flags_.copy_outputs) r.static_outputs = graphs_.front()->static_outputs;
+  }
+  r.memory = arena_.stats();
+  return r;
+}
+
+std::string MethodReport::ToJson() const {
+  std::string j = "{";
+  auto str = [&](const char* k, std::string_view v) {
+    j += "\"";
+    j += k;
+    j += "\":\"" + JsonEscape(v) + "\",";
+  };
+  auto num = [&](const char* k, auto v) {
+    j += "\"";
+    j += k;
+    j += "\":" + std::to_string(v) + ",";
+  };
+  str("name", name);
+  str("phase", MethodPhaseName(phase));
+  j += "\"flags\":{\"graphs\":" + std::string(flags.graphs ? "true" : "false") +
+       ",\"warmup_calls\":" + std::to_string(flags.warmup_calls) + ",\"on_new_shape\":\"" +
+       std::string(ShapePolicyName(flags.on_new_shape)) + "\",\"max_graphs\":" + std::to_string(flags.max_graphs) +
+       ",\"checks\":\"" + std::string(CheckModeName(flags.checks)) + "\",\"copy_outputs\":" +
+       (flags.copy_outputs ? "true" : "false") + "},";
+  num("calls", calls);
+  num("warmup_calls", warmup_calls);
+  num("captures", captures);
+  num("replays", replays);
+  num("eager_calls", eager_calls);
+  num("refusals", refusals);
+  num("recaptures", recaptures);
+  num("capture_failures", capture_failures);
+  num("instantiations", instantiations);
+  num("updates_in_place", updates_in_place);
+  num("check_failures", check_failures);
+  if (graphs_off_reason.empty()) {
+    j += "\"graphs_off_reason\":null,";
+  } else {
+    str("graphs_off_reason", graphs_off_reason);
+  }
+  j += "\"captured_input_shapes\":[";
+  for (size_t g = 0; g < captured_input_shapes.size(); ++g) {
+    if (g) j += ',';
+    j += '[';
+    for (size_t i = 0; i < captured_input_shapes[g].size(); ++i) {
+      if (i) j += ',';
+      j += '[';
+      const Shape& s = captured_input_shapes[g][i];
+      for (int d = 0; d < s.size(); ++d) j += (d ? "," : "") + std::to_string(s[d]);
+      j += ']';
+    }
+    j += ']';
+  }
+  j += "],";
+  num("graph_nodes", graph_nodes);
+  j += "\"memory\":{\"reserved_bytes\":" + std::to_string(memory.reserved_bytes) +
+       ",\"live_bytes\":" + std::to_string(memory.live_bytes) + ",\"peak_bytes\":" + std::to_string(memory.peak_bytes) +
+       "}}";
+  return j;
+}
+
+}  // namespace encore

@@ -1,0 +1,46 @@
+// DeviceBuffer: a typed device allocation for GPU tests, with upload and
+// download helpers that assert on failure.
+#ifndef ENCORE_TESTS_DEVICE_BUFFER_H_
+#define ENCORE_TESTS_DEVICE_BUFFER_H_
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace encore::testing {
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    if (cudaMalloc(&p_, n * sizeof(T) + 16) != cudaSuccess) p_ = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+  void Upload(const std::vector<T>& v) {
+    ASSERT_EQ(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  void Fill(T v) { Upload(std::vector<T>(n_, v)); }
+  std::vector<T> Download() const {
+    std::vector<T> v(n_);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+}  // namespace encore::testing
+
+#endif  // ENCORE_TESTS_DEVICE_BUFFER_H_
