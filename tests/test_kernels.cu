@@ -27,6 +27,16 @@ __global__ void AddDeviceScalarKernel(const float* in, const float* s, float* ou
   if (i < n) out[i] = in[i] + *s;
 }
 __global__ void BumpKernel(int* c) { *c += 1; }
+__global__ void AllPositiveKernel(const float* in, int64_t n, bool* all) {
+  __shared__ int bad;
+  if (threadIdx.x == 0) bad = 0;
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    if (!(in[i] > 0.0f)) bad = 1;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) *all = bad == 0;
+}
 
 }  // namespace
 
@@ -54,6 +64,10 @@ cudaError_t LaunchIncrementK(float* p, int64_t n, int k, cudaStream_t s) {
 cudaError_t LaunchAddDeviceScalar(const float* in, const float* scalar, float* out, int64_t n,
                                   cudaStream_t s) {
   AddDeviceScalarKernel<<<Blocks(n), kThreads, 0, s>>>(in, scalar, out, n);
+  return cudaGetLastError();
+}
+cudaError_t LaunchAllPositive(const float* in, int64_t n, bool* all, cudaStream_t s) {
+  AllPositiveKernel<<<1, kThreads, 0, s>>>(in, n, all);
   return cudaGetLastError();
 }
 cudaError_t LaunchBump(int* counter, cudaStream_t s) {

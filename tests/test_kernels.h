@@ -21,6 +21,8 @@ cudaError_t LaunchIncrementK(float* p, int64_t n, int k, cudaStream_t s);
 // out[i] = in[i] + *scalar (a device scalar)
 cudaError_t LaunchAddDeviceScalar(const float* in, const float* scalar, float* out, int64_t n,
                                   cudaStream_t s);
+// *all = every in[i] > 0 (one block; n up to any size)
+cudaError_t LaunchAllPositive(const float* in, int64_t n, bool* all, cudaStream_t s);
 // *counter += 1 (one thread)
 cudaError_t LaunchBump(int* counter, cudaStream_t s);
 
