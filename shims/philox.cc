@@ -1,0 +1,129 @@
+#include "encore/shims/philox.h"
+
+#include <exception>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+#include "encore/core/log.h"
+#include "encore/shims/kernels.h"
+#include "encore/shims/readback.h"
+
+namespace encore::shims {
+namespace {
+
+// Two independent 32-bit words: std::random_device yields unsigned int.
+StatusOr<uint64_t> SeedFromRandomDevice(const std::string& token) {
+  try {
+    std::random_device rd = token.empty() ? std::random_device() : std::random_device(token);
+    uint64_t hi = rd();
+    uint64_t lo = rd();
+    return (hi << 32) | lo;
+  } catch (const std::exception& e) {
+    return UnavailableError(std::string("Philox: std::random_device failed: ") + e.what());
+  } catch (...) {
+    return UnavailableError("Philox: std::random_device failed");
+  }
+}
+
+}  // namespace
+
+StatusOr<Philox> Philox::Create(std::optional<uint64_t> seed, PhiloxOptions options) {
+  return Philox(seed, std::move(options));
+}
+
+Philox::Philox(std::optional<uint64_t> seed, PhiloxOptions options)
+    : seed_(seed), options_(std::move(options)) {}
+
+Philox::Philox(Philox&& other) noexcept
+    : seed_(other.seed_), options_(std::move(other.options_)), state_(std::exchange(other.state_, nullptr)) {}
+
+Philox& Philox::operator=(Philox&& other) noexcept {
+  if (this != &other) {
+    FreeState();
+    seed_ = other.seed_;
+    options_ = std::move(other.options_);
+    state_ = std::exchange(other.state_, nullptr);
+  }
+  return *this;
+}
+
+Philox::~Philox() { FreeState(); }
+
+void Philox::FreeState() {
+  if (state_ == nullptr) return;
+  cudaError_t err = cuda().Free(state_);
+  state_ = nullptr;
+  if (err != cudaSuccess) {
+    EventLog(options_.logger).Error("destroy_failed", {{"what", "philox_state"}, {"error", cudaGetErrorName(err)}});
+  }
+}
+
+Status Philox::Uniform(float* out, int64_t n, cudaStream_t stream) { return Draw(false, out, n, stream); }
+Status Philox::Normal(float* out, int64_t n, cudaStream_t stream) { return Draw(true, out, n, stream); }
+
+Status Philox::Draw(bool normal, float* out, int64_t n, cudaStream_t stream) {
+  // A literal: the eager path builds no string unless it fails.
+  const char* name = normal ? "Philox::Normal" : "Philox::Uniform";
+  if (n < 0) return InvalidArgumentError(std::string(name) + ": n is negative (" + std::to_string(n) + ")");
+  if (n == 0) return OkStatus();
+  if (out == nullptr) return InvalidArgumentError(std::string(name) + ": out is null with n = " + std::to_string(n));
+  ENCORE_RETURN_IF_ERROR(EnsureInitialized(stream));
+  cudaError_t err = normal ? internal::LaunchPhiloxNormal(state_, out, n, stream)
+                           : internal::LaunchPhiloxUniform(state_, out, n, stream);
+  if (err != cudaSuccess) return CudaStatus(err, std::string(name) + " kernel launch");
+  return OkStatus();
+}
+
+Status Philox::EnsureInitialized(cudaStream_t stream) {
+  if (state_ != nullptr) return OkStatus();
+  Status st = Initialize(stream);
+  // A refusal is the expected answer inside a capture, not a failure.
+  if (!st.ok() && !IsCaptureRefusal(st)) {
+    EventLog(options_.logger)
+        .Error("philox_init_failed", {{"reason", st.message()},
+                                      {"code", StatusCodeName(st.code())},
+                                      {"seeded", seed_.has_value() ? "explicit" : "random_device"}});
+  }
+  return st;
+}
+
+Status Philox::Initialize(cudaStream_t stream) {
+  uint64_t seed = 0;
+  if (seed_.has_value()) {
+    seed = *seed_;
+  } else {
+    ENCORE_ASSIGN_OR_RETURN(seed, SeedFromRandomDevice(options_.random_device_token));
+  }
+  ENCORE_RETURN_IF_ERROR(internal::RefuseIfCapturing(
+      stream,
+      "Philox: the first draw sets up the generator's device state, which needs a host sync that a CUDA "
+      "graph cannot record; draw once before capturing"));
+  void* p = nullptr;
+  ENCORE_CUDA_CALL(Malloc, &p, sizeof(internal::PhiloxState));
+  const internal::PhiloxState init{seed, 0, 0, 0};
+  Status st = internal::WriteAndSync(p, &init, sizeof init, stream);
+  if (!st.ok()) {
+    cudaError_t err = cuda().Free(p);
+    if (err != cudaSuccess) {
+      return CudaStatus(err, CudaCallName(CudaCall::kFree), "after " + std::string(st.message()));
+    }
+    return st;
+  }
+  state_ = static_cast<internal::PhiloxState*>(p);
+  seed_ = seed;
+  return OkStatus();
+}
+
+StatusOr<uint64_t> Philox::Offset(cudaStream_t stream) {
+  if (state_ == nullptr) return uint64_t{0};
+  ENCORE_RETURN_IF_ERROR(internal::RefuseIfCapturing(
+      stream, "Philox::Offset reads the device offset back to the host, which a CUDA graph cannot record"));
+  unsigned long long offset = 0;
+  ENCORE_RETURN_IF_ERROR(internal::ReadBack(&offset, &state_->offset, sizeof offset, stream));
+  return static_cast<uint64_t>(offset);
+}
+
+}  // namespace encore::shims
