@@ -10,6 +10,7 @@
 #include "encore/graph/stream_capture.h"
 #include "encore/shims/device_check.h"
 #include "encore/shims/mapped_check_record.h"
+#include "encore/shims/scoped_thread_capture.h"
 
 namespace encore {
 namespace {
@@ -378,6 +379,9 @@ Status Method::CaptureAndLaunch(std::span<const TensorRef> inputs, std::span<con
   bool capture_error = false;
   std::optional<Graph> graph;
   {
+    // Tells the readback shims this thread is capturing, so a read on a
+    // stream other than the captured one refuses instead of breaking it.
+    shims::ScopedThreadCapture thread_capture;
     StatusOr<StreamCapture> cap = StreamCapture::Begin(cs);
     if (!cap.ok()) {
       (void)arena_.AbortCapture();

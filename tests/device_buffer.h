@@ -27,6 +27,9 @@ class DeviceBuffer {
   size_t size() const { return n_; }
   void Upload(const std::vector<T>& v) {
     ASSERT_EQ(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    // A copy from pageable memory may return before the data lands, and the
+    // legacy stream does not order work on the tests' non-blocking streams.
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   void Fill(T v) { Upload(std::vector<T>(n_, v)); }
   std::vector<T> Download() const {
