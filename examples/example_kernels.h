@@ -1,0 +1,38 @@
+// The kernels the examples build their methods from. Each returns the
+// launch's error. Every output element is computed by one thread in a fixed
+// order, so a kernel gives the same bits eagerly and inside a CUDA graph.
+#ifndef ENCORE_EXAMPLES_EXAMPLE_KERNELS_H_
+#define ENCORE_EXAMPLES_EXAMPLE_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace encore::examples {
+
+// y[m, n] = sum_k x[m, k] * w[k, n] + b[n], then max(0, .) if `relu`.
+// Row-major; a 16x16-tiled GEMM.
+cudaError_t LaunchLinear(const float* x, const float* w, const float* b, float* y, int m, int k, int n, bool relu,
+                         cudaStream_t s);
+
+// One decode step over a KV cache of `capacity` rows of `d` floats, whose
+// length lives on the device in *len: appends x (d floats) as row *len, sets
+// y = softmax_j(x . cache[j] / sqrt(d)) weighted sum of cache[j] over the
+// rows so far, and increments *len. A full cache sets *len to -1 instead.
+cudaError_t LaunchDecodeStep(const float* x, float* cache, int capacity, int* len, float* y, int d,
+                             cudaStream_t s);
+
+// mask[i] = x[i] > 0
+cudaError_t LaunchPositiveMask(const float* x, bool* mask, int64_t n, cudaStream_t s);
+// y[i] = mask[i] ? x[i] / count : 0
+cudaError_t LaunchDivideMasked(const float* x, const bool* mask, int64_t count, float* y, int64_t n,
+                               cudaStream_t s);
+
+// p = softmax over each row of x (rows x cols).
+cudaError_t LaunchSoftmaxRows(const float* x, float* p, int rows, int cols, cudaStream_t s);
+// *ok = every row of p sums to 1 within `tol` (false for NaN).
+cudaError_t LaunchRowsSumToOne(const float* p, int rows, int cols, float tol, bool* ok, cudaStream_t s);
+
+}  // namespace encore::examples
+
+#endif  // ENCORE_EXAMPLES_EXAMPLE_KERNELS_H_

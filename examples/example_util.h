@@ -1,0 +1,135 @@
+// What the examples share: the "no GPU" exit, fail-fast checks, a typed device
+// array, a logger that also keeps its lines, and a clock.
+#ifndef ENCORE_EXAMPLES_EXAMPLE_UTIL_H_
+#define ENCORE_EXAMPLES_EXAMPLE_UTIL_H_
+
+#include <cuda_runtime_api.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "encore/encore.h"
+
+namespace encore::examples {
+
+// The exit code of a program that cannot run here: no GPU. tools/gpu_suite.sh
+// counts it as skipped; ./run_example passes it on (non-zero).
+constexpr int kNoGpu = 77;
+
+// 0 when a CUDA device is visible; otherwise says why on stderr and returns
+// kNoGpu, for `if (int rc = RequireGpu("quickstart")) return rc;`.
+inline int RequireGpu(const char* program) {
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err == cudaSuccess && n > 0) return 0;
+  std::fprintf(stderr, "encore: no CUDA device visible (cudaGetDeviceCount: %s); %s needs a GPU, exiting with %d\n",
+               err == cudaSuccess ? "0 devices" : cudaGetErrorName(err), program, kNoGpu);
+  return kNoGpu;
+}
+
+[[noreturn]] inline void Fail(const std::string& what) {
+  std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+  std::exit(1);
+}
+
+inline void Expect(bool ok, const std::string& what) {
+  if (!ok) Fail(what);
+}
+
+inline void CheckCuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) Fail(std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+}
+
+inline void CheckOk(const Status& s, const char* what) {
+  if (!s.ok()) Fail(std::string(what) + ": " + s.ToString());
+}
+
+template <class T>
+T CheckOk(StatusOr<T> v, const char* what) {
+  if (!v.ok()) Fail(std::string(what) + ": " + v.status().ToString());
+  return *std::move(v);
+}
+
+#define EX_CUDA(expr) ::encore::examples::CheckCuda((expr), #expr)
+#define EX_OK(expr) ::encore::examples::CheckOk((expr), #expr)
+
+// n values of T in device memory.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t n) : n_(n) { EX_CUDA(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T))); }
+  ~DeviceArray() { cudaFree(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
+
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+  size_t bytes() const { return n_ * sizeof(T); }
+  void Upload(const std::vector<T>& v) { EX_CUDA(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+  // Waits for `stream`, then copies the whole array back.
+  std::vector<T> Download(cudaStream_t stream) const {
+    std::vector<T> v(n_);
+    EX_CUDA(cudaMemcpyAsync(v.data(), p_, bytes(), cudaMemcpyDeviceToHost, stream));
+    EX_CUDA(cudaStreamSynchronize(stream));
+    return v;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+// A CUDA error as a Status, for method functions.
+inline Status FromCuda(cudaError_t err, std::string_view what) {
+  if (err == cudaSuccess) return OkStatus();
+  return InternalError(std::string(what) + ": " + cudaGetErrorName(err));
+}
+
+// A contiguous float tensor.
+inline TensorRef Floats(void* data, Shape shape) { return TensorRef{data, DType::kFloat32, shape, {}}; }
+
+// A logger for ManagerOptions::logger that prints to stderr like encore's own
+// and also keeps its lines, so an example can show the events it is about.
+class KeptLog {
+ public:
+  KeptLog()
+      : ring_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1024)),
+        logger_(std::make_shared<spdlog::logger>(
+            "encore", spdlog::sinks_init_list{std::make_shared<spdlog::sinks::stderr_sink_mt>(), ring_})) {
+    logger_->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l encore %v");
+    logger_->set_level(spdlog::level::info);
+  }
+  const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
+  // Kept lines that contain every one of `parts`.
+  std::vector<std::string> Find(std::initializer_list<std::string_view> parts) const {
+    std::vector<std::string> out;
+    for (std::string line : ring_->last_formatted()) {
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      bool all = true;
+      for (std::string_view p : parts) all = all && line.find(p) != std::string::npos;
+      if (all) out.push_back(line);
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> ring_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+inline double NowMicros() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace encore::examples
+
+#endif  // ENCORE_EXAMPLES_EXAMPLE_UTIL_H_
