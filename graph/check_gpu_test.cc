@@ -114,15 +114,21 @@ TEST(CheckGpuTest, RecordModeEagerAndSynchronize) {
   EXPECT_EQ(env.m->Report().calls, 3);
 }
 
-TEST(CheckGpuTest, OnlyTheFirstFailureIsReportedThenCleared) {
+TEST(CheckGpuTest, EachReportNamesItsOwnCallAcrossReplays) {
   ENCORE_REQUIRE_GPU();
   Env env(CheckMode::kRecord, /*warmup=*/0);
-  ASSERT_TRUE(env.Run(true).ok());  // 1 capture + launch: fails
-  ASSERT_TRUE(env.Run(true).ok());  // 2 replay: fails too, not recorded over 1
+  ASSERT_TRUE(env.Run(true).ok());  // 1: capture + first launch, fails
   ASSERT_EQ(cudaStreamSynchronize(env.s), cudaSuccess);
-  Status s = env.Run(false);
+  Status s = env.Run(false);  // 2: reports call 1, does not run
   EXPECT_EQ(s.message(), "method 'probs': check failed: inputs must be positive (call 1)");
+  ASSERT_TRUE(env.Run(false).ok());  // 3: replay
+  ASSERT_TRUE(env.Run(false).ok());  // 4: replay
+  ASSERT_TRUE(env.Run(true).ok());   // 5: replay, fails
+  ASSERT_EQ(cudaStreamSynchronize(env.s), cudaSuccess);
+  s = env.Run(false);  // 6: reports call 5
+  EXPECT_EQ(s.message(), "method 'probs': check failed: inputs must be positive (call 5)");
   EXPECT_TRUE(env.Run(false).ok());
+  EXPECT_EQ(env.m->Report().check_failures, 2);
 }
 
 TEST(CheckGpuTest, OffModeLaunchesNothing) {

@@ -1,0 +1,26 @@
+#include "encore/bench/micro_kernels.h"
+
+namespace encore::bench {
+namespace {
+
+__global__ void SmallCopy(const char* src, char* dst, uint64_t bytes) {
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < bytes; i += gridDim.x * blockDim.x) dst[i] = src[i];
+}
+__global__ void AddOne(const float* in, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] + 1.0f;
+}
+
+}  // namespace
+
+cudaError_t LaunchSmallCopy(const void* src, void* dst, uint64_t bytes, cudaStream_t s) {
+  SmallCopy<<<1, 256, 0, s>>>(static_cast<const char*>(src), static_cast<char*>(dst), bytes);
+  return cudaGetLastError();
+}
+const void* SmallCopyAddress() { return reinterpret_cast<const void*>(&SmallCopy); }
+cudaError_t LaunchAddOne(const float* in, float* out, int n, cudaStream_t s) {
+  AddOne<<<(n + 255) / 256, 256, 0, s>>>(in, out, n);
+  return cudaGetLastError();
+}
+
+}  // namespace encore::bench

@@ -1,0 +1,18 @@
+// Kernels for replay_micro: a one-copy staging kernel with small parameters
+// and the unit of work (out = in + 1).
+#ifndef ENCORE_BENCH_MICRO_KERNELS_H_
+#define ENCORE_BENCH_MICRO_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace encore::bench {
+
+cudaError_t LaunchSmallCopy(const void* src, void* dst, uint64_t bytes, cudaStream_t s);
+const void* SmallCopyAddress();
+cudaError_t LaunchAddOne(const float* in, float* out, int n, cudaStream_t s);
+
+}  // namespace encore::bench
+
+#endif  // ENCORE_BENCH_MICRO_KERNELS_H_
