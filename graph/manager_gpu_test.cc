@@ -117,6 +117,102 @@ TEST(ManagerGpuTest, PhasesAndResultsWhileAddressesMove) {
   EXPECT_NE(fx.manager->ReportJson().find("\"replays\":8"), std::string::npos);
 }
 
+// Callers that cycle through a few buffers get one executable per address set
+// after seeing it twice, and then replay with no parameter rewrite at all;
+// addresses that never repeat reuse one executable with a rewrite per call.
+TEST(ManagerGpuTest, RecurringAddressesGetTheirOwnExecutable) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  Fixture fx(f);
+  auto m = fx.manager->Register(Affine("rotating", nullptr));
+  ASSERT_TRUE(m.ok());
+  constexpr int64_t n = 300;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> ins, outs;
+  for (int i = 0; i < 12; ++i) {
+    ins.push_back(std::make_unique<DeviceBuffer<float>>(n));
+    outs.push_back(std::make_unique<DeviceBuffer<float>>(n));
+    ins.back()->Upload(Iota(n, 100.0f * i));
+  }
+  auto call = [&](int i) {
+    outs[i]->Fill(kSentinel);
+    TensorRef ti = F32(ins[i]->get(), {n}), to = F32(outs[i]->get(), {n});
+    ASSERT_TRUE((*m)->Run({&ti, 1}, {&to, 1}, fx.stream).ok());
+    std::vector<float> got = outs[i]->Download();
+    for (int64_t k = 0; k < n; ++k) ASSERT_EQ(got[k], (100.0f * i + k) * 2 + 1) << "buffers " << i << " k " << k;
+  };
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 4; ++i) call(i);
+  }
+  EXPECT_EQ((*m)->Report().exec_variants, 3);  // sets 1..3; set 0 is the capture's own
+  {
+    CudaFaultInjector inj;
+    for (int round = 0; round < 3; ++round) {
+      for (int i = 0; i < 4; ++i) call(i);
+    }
+    EXPECT_EQ(inj.Count(CudaCall::kGraphExecKernelNodeSetParams), 0);
+    EXPECT_EQ(inj.Count(CudaCall::kGraphLaunch), 12);
+    EXPECT_EQ(inj.Count(CudaCall::kGraphInstantiate), 0);
+  }
+  {
+    // Sets seen once: no new executable, one rewrite each.
+    CudaFaultInjector inj;
+    for (int i = 4; i < 12; ++i) call(i);
+    EXPECT_EQ(inj.Count(CudaCall::kGraphInstantiate), 0);
+    EXPECT_EQ(inj.Count(CudaCall::kGraphExecKernelNodeSetParams), 8);
+  }
+  EXPECT_EQ((*m)->Report().exec_variants, 3);
+  EXPECT_EQ((*m)->Report().replays, 12 * 2 + 8 - 1);
+}
+
+// Many inputs and outputs: more than one head and tail node, each output
+// lands in its own caller buffer.
+TEST(ManagerGpuTest, ManyInputsAndOutputsAreStagedInChunks) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 1;
+  Fixture fx(f);
+  constexpr int kT = 19;  // more than two chunks of 8
+  MethodSpec spec;
+  spec.name = "many";
+  spec.constants = std::vector<Constant>{};
+  spec.fn = [](Call& c) -> Status {
+    for (size_t i = 0; i < c.num_inputs(); ++i) {
+      cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(i).data),
+                                            static_cast<float*>(c.output(i).data), 1.0f, static_cast<float>(i),
+                                            c.input(i).numel(), c.stream());
+      if (e != cudaSuccess) return CudaStatus(e, "LaunchAffine");
+    }
+    return OkStatus();
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> ins, outs;
+  for (int i = 0; i < 2 * kT; ++i) {
+    ins.push_back(std::make_unique<DeviceBuffer<float>>(16 + i));
+    outs.push_back(std::make_unique<DeviceBuffer<float>>(16 + i));
+  }
+  for (int call = 0; call < 5; ++call) {
+    std::vector<TensorRef> ti, to;
+    for (int i = 0; i < kT; ++i) {
+      int b = (call % 2) * kT + i;  // alternate between two sets of buffers
+      ins[b]->Upload(Iota(16 + i, 1000.0f * call));
+      outs[b]->Fill(kSentinel);
+      ti.push_back(F32(ins[b]->get(), {16 + i}));
+      to.push_back(F32(outs[b]->get(), {16 + i}));
+    }
+    ASSERT_TRUE((*m)->Run(ti, to, fx.stream).ok()) << call;
+    for (int i = 0; i < kT; ++i) {
+      std::vector<float> got = outs[(call % 2) * kT + i]->Download();
+      ASSERT_EQ(got[0], 1000.0f * call + i) << "call " << call << " output " << i;
+      ASSERT_EQ(got[15 + i], 1000.0f * call + 15 + i + i) << "call " << call << " output " << i;
+    }
+  }
+  // 3 heads + 19 kernels + 3 tails.
+  EXPECT_EQ((*m)->Report().graph_nodes, 25u);
+  EXPECT_EQ((*m)->Report().replays, 3);
+}
+
 TEST(ManagerGpuTest, ReshapeWithSameBytesIsRefusedAndNothingChanges) {
   ENCORE_REQUIRE_GPU();
   Fixture fx;

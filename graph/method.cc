@@ -56,25 +56,38 @@ Status Call::Check(const bool* device_cond, std::string_view message) {
   return method_->Check(*this, device_cond, message);
 }
 
-// A staging node of one graph: which tensors it copies and the parameters the
-// executable holds now, so a replay rewrites them only when an address moved.
-struct Method::StageNode {
+// A head staging node of one executable: its node handle (from the graph
+// the executable was instantiated from) and the parameters the executable
+// holds now, so a replay rewrites them only when an address moved.
+struct Method::HeadNode {
   cudaGraphNode_t node = nullptr;
   cudaKernelNodeParams launch{};  // func, grid, block from the captured node
   StageParams params{};
-  bool is_input = true;
-  size_t first = 0;  // index of the first tensor this node copies
+  size_t first = 0;  // index of the first input (and output) this node stages
+};
+
+// One executable of a graph, staged for one set of caller addresses.
+struct Method::Variant {
+  GraphExec exec;
+  std::shared_ptr<Graph> source;  // the graph `exec` was instantiated from
+  std::vector<HeadNode> heads;
 };
 
 struct Method::GraphEntry {
   uint64_t id = 0;
   CallSignature signature;
-  Graph graph;  // the graph the executable was instantiated from
-  GraphExec exec;
+  // The latest capture for this signature, and its head nodes with the
+  // capture's parameters: the template new variants are instantiated from.
+  std::shared_ptr<Graph> graph;
+  std::vector<HeadNode> template_heads;
+  std::vector<Variant> variants;  // most recently used first
   size_t nodes = 0;
   std::vector<TensorRef> static_inputs;
   std::vector<TensorRef> static_outputs;
-  std::vector<StageNode> stages;
+  // Hashes of recent address sets that matched no variant: a set seen twice
+  // earns its own executable.
+  std::array<uint64_t, 16> missed{};
+  size_t missed_next = 0;
 };
 
 Method::Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
@@ -261,9 +274,9 @@ Status Method::JoinLastLaunch(cudaStream_t stream) {
   return OkStatus();
 }
 
-Status Method::LaunchGraph(GraphEntry& g, cudaStream_t stream, int64_t index) {
+Status Method::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index) {
   ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
-  ENCORE_RETURN_IF_ERROR(g.exec.Launch(stream));
+  ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
   launch_calls_[launches_ % kLaunchRing] = index;
   ++launches_;
   has_launched_ = true;
@@ -271,41 +284,82 @@ Status Method::LaunchGraph(GraphEntry& g, cudaStream_t stream, int64_t index) {
   return OkStatus();
 }
 
-Status Method::Replay(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
-                      cudaStream_t stream, int64_t index) {
-  for (StageNode& st : g.stages) {
-    std::span<const TensorRef> caller = st.is_input ? inputs : outputs;
-    bool changed = false;
-    for (int k = 0; k < st.params.count; ++k) {
-      void* addr = caller[st.first + k].data;
-      StageCopy& c = st.params.copies[k];
-      if (st.is_input ? c.src != addr : c.dst != addr) {
-        if (st.is_input) {
-          c.src = addr;
-        } else {
-          c.dst = addr;
-        }
-        changed = true;
-      }
+bool Method::VariantMatches(const Variant& v, std::span<const TensorRef> inputs,
+                            std::span<const TensorRef> outputs) const {
+  for (const HeadNode& h : v.heads) {
+    for (int k = 0; k < h.params.count; ++k) {
+      if (h.params.copies[k].src != inputs[h.first + k].data) return false;
     }
-    if (changed) {
-      void* args[] = {&st.params};
-      cudaKernelNodeParams p = st.launch;
-      p.kernelParams = args;
-      p.extra = nullptr;
-      cudaError_t err = cuda().GraphExecKernelNodeSetParams(g.exec.get(), st.node, &p);
-      if (err != cudaSuccess) {
-        // Forget the addresses so the next call rewrites this node again.
-        for (int k = 0; k < st.params.count; ++k) {
-          st.params.copies[k].src = nullptr;
-          st.params.copies[k].dst = nullptr;
-        }
-        return CudaStatus(err, CudaCallName(CudaCall::kGraphExecKernelNodeSetParams),
-                          Quoted(name_) + ": staging addresses not updated, nothing launched");
-      }
+    for (int k = 0; k < h.params.publish_count; ++k) {
+      if (h.params.publish[k] != outputs[h.first + k].data) return false;
     }
   }
-  ENCORE_RETURN_IF_ERROR(LaunchGraph(g, stream, index));
+  return true;
+}
+
+Status Method::Restage(Variant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  for (HeadNode& h : v.heads) {
+    bool changed = false;
+    for (int k = 0; k < h.params.count; ++k) {
+      const void* addr = inputs[h.first + k].data;
+      changed |= h.params.copies[k].src != addr;
+      h.params.copies[k].src = addr;
+    }
+    for (int k = 0; k < h.params.publish_count; ++k) {
+      void* addr = outputs[h.first + k].data;
+      changed |= h.params.publish[k] != addr;
+      h.params.publish[k] = addr;
+    }
+    if (!changed) continue;
+    void* args[] = {&h.params};
+    cudaKernelNodeParams p = h.launch;
+    p.kernelParams = args;
+    p.extra = nullptr;
+    cudaError_t err = cuda().GraphExecKernelNodeSetParams(v.exec.get(), h.node, &p);
+    if (err != cudaSuccess) {
+      // Forget the addresses so the next call rewrites this node again.
+      for (int k = 0; k < h.params.count; ++k) h.params.copies[k].src = nullptr;
+      for (int k = 0; k < h.params.publish_count; ++k) h.params.publish[k] = nullptr;
+      return CudaStatus(err, CudaCallName(CudaCall::kGraphExecKernelNodeSetParams),
+                        Quoted(name_) + ": staging addresses not updated, nothing launched");
+    }
+  }
+  return OkStatus();
+}
+
+Status Method::Replay(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                      cudaStream_t stream, int64_t index) {
+  size_t vi = 0;
+  while (vi < g.variants.size() && !VariantMatches(g.variants[vi], inputs, outputs)) ++vi;
+  if (vi == g.variants.size()) {
+    // No executable is staged for these addresses. Callers that cycle through
+    // a few buffers (double buffering, a caching allocator) come back to the
+    // same sets, so a set seen twice gets its own executable and later costs
+    // no parameter rewrite at all; a set seen once reuses the least recently
+    // used executable with one rewrite per head node.
+    uint64_t key = 1469598103934665603ull;
+    auto mix = [&key](const void* p) {
+      key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull;
+    };
+    for (const TensorRef& t : inputs) mix(t.data);
+    for (const TensorRef& t : outputs) mix(t.data);
+    bool recurring = std::find(g.missed.begin(), g.missed.end(), key) != g.missed.end();
+    if (recurring && g.variants.size() < kMaxVariants) {
+      StatusOr<GraphExec> exec = GraphExec::Instantiate(*g.graph);
+      if (exec.ok()) {
+        g.variants.push_back(Variant{*std::move(exec), g.graph, g.template_heads});
+        ++counters_.exec_variants;
+      } else {
+        log_.Warn("variant_failed", {{"method", name_}, {"error", exec.status().message()}});
+      }
+    } else if (!recurring) {
+      g.missed[g.missed_next++ % g.missed.size()] = key;
+    }
+    vi = g.variants.size() - 1;
+    ENCORE_RETURN_IF_ERROR(Restage(g.variants[vi], inputs, outputs));
+  }
+  if (vi != 0) std::rotate(g.variants.begin(), g.variants.begin() + vi, g.variants.begin() + vi + 1);
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(g.variants.front().exec, stream, index));
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});
   return OkStatus();
@@ -347,6 +401,17 @@ Status Method::CaptureAndLaunch(std::span<const TensorRef> inputs, std::span<con
     (void)arena_.AbortCapture();
     return fail(CaptureStage::kBegin, s, false);
   }
+  // The table through which head nodes tell tail nodes where the caller's
+  // outputs are this launch.
+  void** out_table = nullptr;
+  if (flags_.copy_outputs && !outputs.empty()) {
+    StatusOr<void*> t = arena_.AllocateCapture(outputs.size() * sizeof(void*));
+    if (!t.ok()) {
+      (void)arena_.AbortCapture();
+      return fail(CaptureStage::kBegin, t.status(), false);
+    }
+    out_table = static_cast<void**>(*t);
+  }
   if (flags_.checks == CheckMode::kRecord && !device_sequence_) {
     void* p = nullptr;
     cudaError_t err = cuda().Malloc(&p, sizeof(unsigned long long));
@@ -387,43 +452,60 @@ Status Method::CaptureAndLaunch(std::span<const TensorRef> inputs, std::span<con
       (void)arena_.AbortCapture();
       return fail(CaptureStage::kBegin, cap.status(), false);
     }
-    // Staging nodes: inputs first (always one node, which also bumps the
-    // check sequence), the method, then outputs.
-    auto add_stages = [&](bool is_input, std::span<const TensorRef> caller,
-                          const std::vector<TensorRef>& statics) -> Status {
-      size_t n = caller.size();
-      size_t chunks = std::max<size_t>(1, (n + StageParams::kMaxCopies - 1) / StageParams::kMaxCopies);
-      if (!is_input && n == 0) chunks = 0;
+    // Head nodes stage the inputs and publish the output addresses (always
+    // at least one head, which also bumps the check sequence); the method
+    // runs; tail nodes copy the outputs out.
+    constexpr size_t kChunk = StageParams::kMaxCopies;
+    const size_t n_in = inputs.size();
+    const size_t n_out = flags_.copy_outputs ? outputs.size() : 0;
+    auto add_heads = [&]() -> Status {
+      size_t chunks = std::max<size_t>({1, (n_in + kChunk - 1) / kChunk, (n_out + kChunk - 1) / kChunk});
       for (size_t c = 0; c < chunks; ++c) {
-        StageNode st;
-        st.is_input = is_input;
-        st.first = c * StageParams::kMaxCopies;
-        st.params.count = static_cast<int>(std::min<size_t>(StageParams::kMaxCopies, n - std::min(n, st.first)));
-        st.params.magic = kStageMagic;
-        st.params.tag = is_input ? static_cast<int32_t>(c) : -static_cast<int32_t>(c) - 1;
-        st.params.sequence = (is_input && c == 0) ? device_sequence_ : nullptr;
+        HeadNode h;
+        h.first = c * kChunk;
+        StageParams& p = h.params;
+        p.count = static_cast<int>(std::min(kChunk, n_in - std::min(n_in, h.first)));
+        p.publish_count = static_cast<int>(std::min(kChunk, n_out - std::min(n_out, h.first)));
+        p.table = out_table;
+        p.table_base = static_cast<int>(h.first);
+        p.sequence = c == 0 ? device_sequence_ : nullptr;
         uint64_t max_bytes = 0;
-        for (int k = 0; k < st.params.count; ++k) {
-          const TensorRef& u = caller[st.first + k];
-          const TensorRef& s = statics[st.first + k];
-          StageCopy& cp = st.params.copies[k];
-          cp.src = is_input ? u.data : s.data;
-          cp.dst = is_input ? s.data : u.data;
-          cp.bytes = s.span_bytes();
-          max_bytes = std::max<uint64_t>(max_bytes, cp.bytes);
+        for (int k = 0; k < p.count; ++k) {
+          const TensorRef& st = entry->static_inputs[h.first + k];
+          p.copies[k] = StageCopy{inputs[h.first + k].data, st.data, st.span_bytes()};
+          max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
         }
-        cudaError_t err = LaunchStage(st.params, max_bytes, cs);
+        for (int k = 0; k < p.publish_count; ++k) p.publish[k] = outputs[h.first + k].data;
+        cudaError_t err = LaunchStage(p, max_bytes, cs);
         if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch");
-        ENCORE_ASSIGN_OR_RETURN(st.node, cap->LastNode());
-        entry->stages.push_back(st);
+        ENCORE_ASSIGN_OR_RETURN(h.node, cap->LastNode());
+        entry->template_heads.push_back(h);
       }
       return OkStatus();
     };
-    failure = add_stages(true, inputs, entry->static_inputs);
+    auto add_tails = [&]() -> Status {
+      for (size_t first = 0; first < n_out; first += kChunk) {
+        StageParams p{};
+        p.count = static_cast<int>(std::min(kChunk, n_out - first));
+        p.table = out_table;
+        p.table_base = static_cast<int>(first);
+        p.is_tail = 1;
+        uint64_t max_bytes = 0;
+        for (int k = 0; k < p.count; ++k) {
+          const TensorRef& st = entry->static_outputs[first + k];
+          p.copies[k] = StageCopy{st.data, nullptr, st.span_bytes()};
+          max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
+        }
+        cudaError_t err = LaunchStage(p, max_bytes, cs);
+        if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch");
+      }
+      return OkStatus();
+    };
+    failure = add_heads();
     if (failure.ok()) {
       Call call(this, cs, entry->static_inputs, entry->static_outputs, CallKind::kCapture, index);
       failure = InvokeFn(call);
-      if (failure.ok() && flags_.copy_outputs) failure = add_stages(false, outputs, entry->static_outputs);
+      if (failure.ok()) failure = add_tails();
     }
     if (!failure.ok()) {
       // A CUDA call the capture cannot record usually also invalidates it;
@@ -446,48 +528,49 @@ Status Method::CaptureAndLaunch(std::span<const TensorRef> inputs, std::span<con
     return fail(failed_at, failure, capture_error);
   }
   if (StatusOr<size_t> n = graph->NodeCount(); n.ok()) entry->nodes = *n;
-  for (StageNode& st : entry->stages) {
+  for (HeadNode& h : entry->template_heads) {
     cudaKernelNodeParams p{};
-    if (cudaError_t err = cuda().GraphKernelNodeGetParams(st.node, &p); err != cudaSuccess) {
+    if (cudaError_t err = cuda().GraphKernelNodeGetParams(h.node, &p); err != cudaSuccess) {
       (void)arena_.AbortCapture();
       return fail(CaptureStage::kEndCapture, CudaStatus(err, CudaCallName(CudaCall::kGraphKernelNodeGetParams)), false);
     }
-    st.launch = p;
-    st.launch.kernelParams = nullptr;
-    st.launch.extra = nullptr;
+    h.launch = p;
+    h.launch.kernelParams = nullptr;
+    h.launch.extra = nullptr;
   }
+  entry->graph = std::make_shared<Graph>(*std::move(graph));
 
   // Under kRecapture with the cache full, update the least recently used
-  // executable in place when CUDA accepts it: cheaper than instantiating.
+  // graph's executable in place when CUDA accepts it: cheaper than a new
+  // instantiation.
   bool updated = false;
-  std::unique_ptr<GraphEntry> evicted;
   if (recapture && static_cast<int>(graphs_.size()) >= flags_.max_graphs) {
     GraphEntry& lru = *graphs_.back();
-    if (lru.stages.size() == entry->stages.size() && lru.exec.Update(*graph).ok()) {
+    Variant& v = lru.variants.front();
+    if (v.heads.size() == entry->template_heads.size() && v.exec.Update(*entry->graph).ok()) {
       updated = true;
-      // Node handles for later parameter updates must come from the graph
-      // the executable was instantiated from.
-      entry->exec = std::move(lru.exec);
-      for (size_t i = 0; i < entry->stages.size(); ++i) entry->stages[i].node = lru.stages[i].node;
-      entry->graph = std::move(lru.graph);
+      // The executable now runs the new graph, but parameter rewrites must
+      // still name nodes of the graph it was instantiated from.
+      Variant nv{std::move(v.exec), v.source, entry->template_heads};
+      for (size_t i = 0; i < nv.heads.size(); ++i) nv.heads[i].node = v.heads[i].node;
+      entry->variants.push_back(std::move(nv));
       arena_.DropGraph(lru.id);
       graphs_.pop_back();
     }
   }
   if (!updated) {
-    StatusOr<GraphExec> exec = GraphExec::Instantiate(*graph);
+    StatusOr<GraphExec> exec = GraphExec::Instantiate(*entry->graph);
     if (!exec.ok()) {
       (void)arena_.AbortCapture();
       return fail(CaptureStage::kInstantiate, exec.status(), false);
     }
     ++counters_.instantiations;
-    entry->exec = *std::move(exec);
-    entry->graph = *std::move(graph);
+    entry->variants.push_back(Variant{*std::move(exec), entry->graph, entry->template_heads});
   } else {
     ++counters_.updates_in_place;
   }
 
-  if (Status s = LaunchGraph(*entry, stream, index); !s.ok()) {
+  if (Status s = LaunchGraph(entry->variants.front().exec, stream, index); !s.ok()) {
     // cudaGraphLaunch returned an error, so nothing of the graph ran and the
     // eager retry cannot apply the call twice.
     (void)arena_.AbortCapture();
@@ -654,6 +737,7 @@ std::string MethodReport::ToJson() const {
   num("capture_failures", capture_failures);
   num("instantiations", instantiations);
   num("updates_in_place", updates_in_place);
+  num("exec_variants", exec_variants);
   num("check_failures", check_failures);
   if (graphs_off_reason.empty()) {
     j += "\"graphs_off_reason\":null,";

@@ -71,6 +71,7 @@ struct MethodReport {
   int64_t capture_failures = 0;
   int64_t instantiations = 0;      // executables made with cudaGraphInstantiate
   int64_t updates_in_place = 0;    // recaptures applied with cudaGraphExecUpdate
+  int64_t exec_variants = 0;       // extra executables made for recurring caller addresses
   int64_t check_failures = 0;
   std::string graphs_off_reason;   // empty while graphs are on
   // Input shapes of each kept graph, most recently used first.
@@ -108,7 +109,10 @@ class Method {
   friend class Manager;
   friend class Call;
   struct GraphEntry;
-  struct StageNode;
+  struct HeadNode;
+  struct Variant;
+  // Executables kept per graph, each staged for one set of caller addresses.
+  static constexpr size_t kMaxVariants = 8;
 
   Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
          EventLog log, std::function<void()> on_first_run);
@@ -124,10 +128,13 @@ class Method {
   // On failure, also runs the call eagerly and turns graphs off.
   Status HandleCaptureFailure(const CaptureFailure& failure, std::span<const TensorRef> inputs,
                               std::span<const TensorRef> outputs, cudaStream_t stream, int64_t index);
+  bool VariantMatches(const Variant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const;
+  // Rewrites the head nodes of `v` whose caller addresses changed.
+  Status Restage(Variant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
   Status Replay(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                 cudaStream_t stream, int64_t index);
   Status JoinLastLaunch(cudaStream_t stream);
-  Status LaunchGraph(GraphEntry& g, cudaStream_t stream, int64_t index);
+  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index);
   // Host-memory constants turn graphs off; run once per capture decision.
   void CheckConstants();
   void TurnGraphsOff(std::string reason, int64_t index);

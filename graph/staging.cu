@@ -8,11 +8,16 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void StageKernel(StageParams p) {
-  if (p.sequence && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *p.sequence += 1;
+  const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
+  if (!p.is_tail && first_block) {
+    if (p.sequence && threadIdx.x == 0) *p.sequence += 1;
+    if (threadIdx.x < p.publish_count) p.table[p.table_base + threadIdx.x] = p.publish[threadIdx.x];
+  }
   const int c = blockIdx.y;
   if (c >= p.count) return;
   const char* src = static_cast<const char*>(p.copies[c].src);
-  char* dst = static_cast<char*>(p.copies[c].dst);
+  // A tail reads where to write from the table its launch's head filled in.
+  char* dst = static_cast<char*>(p.is_tail ? p.table[p.table_base + c] : p.copies[c].dst);
   const uint64_t bytes = p.copies[c].bytes;
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
@@ -30,14 +35,12 @@ __global__ void StageKernel(StageParams p) {
 }  // namespace
 
 cudaError_t LaunchStage(const StageParams& params, uint64_t max_bytes, cudaStream_t stream) {
-  // One 16-byte word per thread, up to a grid that fills an H200 a few times.
+  // One 16-byte word per thread, up to a grid that covers an H200 a few times.
   uint64_t words = (max_bytes + 15) / 16;
   unsigned blocks = static_cast<unsigned>(std::clamp<uint64_t>((words + kThreads - 1) / kThreads, 1, 1024));
   dim3 grid(blocks, static_cast<unsigned>(std::max(params.count, 1)));
   StageKernel<<<grid, kThreads, 0, stream>>>(params);
   return cudaGetLastError();
 }
-
-const void* StageKernelAddress() { return reinterpret_cast<const void*>(&StageKernel); }
 
 }  // namespace encore

@@ -1,9 +1,10 @@
 // The staging kernel: copies a call's inputs into a graph's static buffers
-// (first node) and its static outputs back out (last node). Between replays
-// only the kernel's pointer arguments change, and rewriting a kernel node's
-// parameters costs almost nothing next to a cudaMemcpyAsync (about three graph
-// launches on an H200), so a replay is one graph launch plus, when an address
-// changed, one parameter update per staging node.
+// (head nodes, first in the graph) and its static outputs back out (tail
+// nodes, last). The head also publishes the caller's output addresses in a
+// small device table that the tail reads, so when the caller's buffers move
+// only the head's parameters change: one cudaGraphExecKernelNodeSetParams per
+// replay at most (measured on the H200 at about 1 us of CPU each), and none
+// when the addresses match one of the method's executable variants.
 #ifndef ENCORE_GRAPH_STAGING_H_
 #define ENCORE_GRAPH_STAGING_H_
 
@@ -15,31 +16,29 @@ namespace encore {
 
 struct StageCopy {
   const void* src;
-  void* dst;
+  void* dst;  // unused by tail nodes, which read the table
   uint64_t bytes;
 };
 
-// Passed by value as the kernel's only argument, so it must stay small.
+// Passed by value as the kernel's only argument.
 struct StageParams {
-  static constexpr int kMaxCopies = 12;
+  static constexpr int kMaxCopies = 8;
   StageCopy copies[kMaxCopies];
-  int count;
-  // Identifies the node after capture: a value no other kernel argument is
-  // likely to hold at this offset, plus which staging node this is.
-  uint32_t magic;
-  int32_t tag;  // >= 0: input chunk index; < 0: -(output chunk index) - 1
-  // When set, thread 0 of block 0 adds 1 to it: the replay sequence number
-  // the device checks read to say which call failed.
+  // Head: the caller's output addresses to write to table[table_base + i].
+  void* publish[kMaxCopies];
+  void** table;
+  // Head of chunk 0 only: bumped once per launch; device checks read it to
+  // say which call failed.
   unsigned long long* sequence;
+  int count;          // copies used
+  int publish_count;  // publish entries used (head)
+  int table_base;     // table index of publish[0] (head) or copies[0] (tail)
+  int is_tail;
 };
 
-constexpr uint32_t kStageMagic = 0x656e636fu;  // "enco"
-
-// Launches one staging node. The grid is sized for `max_bytes`, the largest
-// copy; the kernel handles any alignment at run time since addresses change.
+// Launches one staging node; the grid is sized for `max_bytes`, the largest
+// copy. The kernel checks alignment at run time, since addresses change.
 cudaError_t LaunchStage(const StageParams& params, uint64_t max_bytes, cudaStream_t stream);
-// The kernel's address, to find staging nodes in a captured graph.
-const void* StageKernelAddress();
 
 }  // namespace encore
 
