@@ -114,21 +114,26 @@ TEST(CheckGpuTest, RecordModeEagerAndSynchronize) {
   EXPECT_EQ(env.m->Report().calls, 3);
 }
 
+// Call indices count the calls that ran; a call that only reports a failure
+// does not run and takes no index.
 TEST(CheckGpuTest, EachReportNamesItsOwnCallAcrossReplays) {
   ENCORE_REQUIRE_GPU();
   Env env(CheckMode::kRecord, /*warmup=*/0);
-  ASSERT_TRUE(env.Run(true).ok());  // 1: capture + first launch, fails
+  ASSERT_TRUE(env.Run(true).ok());  // call 1: capture + first launch, fails
   ASSERT_EQ(cudaStreamSynchronize(env.s), cudaSuccess);
-  Status s = env.Run(false);  // 2: reports call 1, does not run
+  Status s = env.Run(false);  // reports call 1, does not run
   EXPECT_EQ(s.message(), "method 'probs': check failed: inputs must be positive (call 1)");
-  ASSERT_TRUE(env.Run(false).ok());  // 3: replay
-  ASSERT_TRUE(env.Run(false).ok());  // 4: replay
-  ASSERT_TRUE(env.Run(true).ok());   // 5: replay, fails
+  ASSERT_TRUE(env.Run(false).ok());  // call 2: replay
+  ASSERT_TRUE(env.Run(false).ok());  // call 3: replay
+  ASSERT_TRUE(env.Run(true).ok());   // call 4: replay, fails
   ASSERT_EQ(cudaStreamSynchronize(env.s), cudaSuccess);
-  s = env.Run(false);  // 6: reports call 5
-  EXPECT_EQ(s.message(), "method 'probs': check failed: inputs must be positive (call 5)");
-  EXPECT_TRUE(env.Run(false).ok());
-  EXPECT_EQ(env.m->Report().check_failures, 2);
+  s = env.Run(false);  // reports call 4
+  EXPECT_EQ(s.message(), "method 'probs': check failed: inputs must be positive (call 4)");
+  EXPECT_TRUE(env.Run(false).ok());  // call 5
+  MethodReport r = env.m->Report();
+  EXPECT_EQ(r.check_failures, 2);
+  EXPECT_EQ(r.calls, 5);
+  EXPECT_EQ(r.replays, 4);
 }
 
 TEST(CheckGpuTest, OffModeLaunchesNothing) {
