@@ -63,10 +63,13 @@ void GrowingCache(encore::Manager& manager, cudaStream_t stream, std::mt19937& r
                                              kDim, call.stream()),
                         "decode step");
   };
-  // The cache and its length are constants, but the cache moves when it
-  // grows, so this method cannot give encore a fixed list of their addresses
-  // at registration: nullopt (encore logs that it could not check them).
-  spec.constants = std::nullopt;
+  // The cache and its length are constants. The cache moves when it grows;
+  // Release(new constants) hands encore the new address.
+  auto constants = [&] {
+    return std::vector<encore::Constant>{{"kv_cache", cache.data, cache.capacity * kDim * sizeof(float)},
+                                         {"len", len.get(), sizeof(int)}};
+  };
+  spec.constants = constants();
   encore::Method* step = EX_OK(manager.Register(std::move(spec)));
 
   // The eager reference: the same kernel on its own cache, big enough for all
@@ -87,7 +90,6 @@ void GrowingCache(encore::Manager& manager, cudaStream_t stream, std::mt19937& r
   int equal = 0, moves = 0;
   for (int t = 0; t < kSteps; ++t) {
     if (t == cache.capacity) {  // full: move to a buffer twice as big
-      EX_OK(step->Release());   // waits for the last launch, drops the graph
       KvCache bigger{nullptr, cache.capacity * 2};
       EX_CUDA(cudaMalloc(reinterpret_cast<void**>(&bigger.data), bigger.capacity * kDim * sizeof(float)));
       EX_CUDA(cudaMemcpyAsync(bigger.data, cache.data, cache.capacity * kDim * sizeof(float),
@@ -95,6 +97,8 @@ void GrowingCache(encore::Manager& manager, cudaStream_t stream, std::mt19937& r
       EX_CUDA(cudaStreamSynchronize(stream));
       EX_CUDA(cudaFree(cache.data));
       cache = bigger;
+      // Waits for the last launch, drops the graph, takes the new address.
+      EX_OK(step->Release(constants()));
       ++moves;
       std::printf("  step %3d: cache full, moved to %d rows; Release(), the method warms up and captures again\n",
                   t + 1, cache.capacity);

@@ -31,12 +31,8 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
   if (spec.name.empty()) return InvalidArgumentError("Register: the method name is empty");
   if (!spec.fn) return InvalidArgumentError("Register: method '" + spec.name + "' has no fn");
   if (spec.constants) {
-    for (size_t i = 0; i < spec.constants->size(); ++i) {
-      const Constant& c = (*spec.constants)[i];
-      if (c.data == nullptr) {
-        return InvalidArgumentError("Register: method '" + spec.name + "': constant " + std::to_string(i) + " ('" +
-                                    c.name + "') has a null address");
-      }
+    if (Status s = ValidateConstants(spec.name, *spec.constants); !s.ok()) {
+      return InvalidArgumentError("Register: " + std::string(s.message()));
     }
   }
   MethodFlags flags = flags_text_.Resolve(spec.name, spec.flags.value_or(options_.defaults));

@@ -601,6 +601,54 @@ TEST(ManagerGpuTest, ReleaseThenNewShapeWarmsUpAndCapturesAgain) {
   EXPECT_EQ(r.captured_input_shapes[0][0], (Shape{32}));
 }
 
+// A constant that moves (a KV cache grown into a new buffer, the old one
+// freed) is handed over with Release(new constants): the freed address is not
+// mistaken for host memory and the method keeps its graphs.
+TEST(ManagerGpuTest, ReleaseWithMovedConstantsKeepsGraphs) {
+  ENCORE_REQUIRE_GPU();
+  MethodFlags f;
+  f.warmup_calls = 0;
+  Fixture fx(f);
+  auto* cache = new DeviceBuffer<float>(16);
+  cache->Fill(1.0f);
+  float* cache_ptr = cache->get();
+  MethodSpec spec;
+  spec.name = "cached";
+  spec.constants = std::vector<Constant>{{"kv", cache_ptr, 16 * sizeof(float)}};
+  float** current = new float*(cache_ptr);
+  spec.fn = [current](Call& c) -> Status {
+    cudaError_t e = testing::LaunchAddBroadcast(static_cast<const float*>(c.input(0).data), *current, 16,
+                                                static_cast<float*>(c.output(0).data), c.input(0).numel(), c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAddBroadcast");
+  };
+  auto m = fx.manager->Register(spec);
+  ASSERT_TRUE(m.ok());
+  DeviceBuffer<float> in(16), out(16);
+  in.Fill(10.0f);
+  TensorRef i = F32(in.get(), {16}), o = F32(out.get(), {16});
+  ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+  EXPECT_EQ(out.Download()[0], 11.0f);
+  // The cache moves: a new buffer, the old one freed.
+  auto* bigger = new DeviceBuffer<float>(32);
+  bigger->Fill(5.0f);
+  *current = bigger->get();
+  delete cache;
+  Constant bad{"kv", nullptr, 4};
+  Status s = (*m)->Release(std::vector<Constant>{bad});
+  EXPECT_EQ(s.message(), "method 'cached': constant 0 ('kv') has a null address");
+  ASSERT_TRUE((*m)->Release(std::vector<Constant>{{"kv", bigger->get(), 32 * sizeof(float)}}).ok());
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE((*m)->Run({&i, 1}, {&o, 1}, fx.stream).ok());
+    EXPECT_EQ(out.Download()[0], 15.0f);
+  }
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.captures, 2);
+  EXPECT_EQ(r.replays, 2);
+  EXPECT_TRUE(r.graphs_off_reason.empty()) << r.graphs_off_reason;
+  delete bigger;
+  delete current;
+}
+
 TEST(ManagerGpuTest, LegacyDefaultStreamIsCapturedOnAnInternalStream) {
   ENCORE_REQUIRE_GPU();
   MethodFlags f;

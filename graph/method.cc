@@ -28,6 +28,16 @@ const TensorRef& EmptyTensor() {
 
 }  // namespace
 
+Status ValidateConstants(std::string_view method, const std::vector<Constant>& constants) {
+  for (size_t i = 0; i < constants.size(); ++i) {
+    if (constants[i].data == nullptr) {
+      return InvalidArgumentError("method '" + std::string(method) + "': constant " + std::to_string(i) + " ('" +
+                                  constants[i].name + "') has a null address");
+    }
+  }
+  return OkStatus();
+}
+
 std::string_view CallKindName(CallKind k) {
   switch (k) {
     case CallKind::kEager: return "eager";
@@ -625,6 +635,15 @@ Status Method::Release() {
   log_.Info("released", {{"method", name_}, {"call", counters_.calls}});
   if (!graphs_off_ && flags_.graphs) SetPhase(flags_.warmup_calls > 0 ? MethodPhase::kWarmup : MethodPhase::kCapture, counters_.calls);
   return s;
+}
+
+Status Method::Release(std::vector<Constant> new_constants) {
+  ENCORE_RETURN_IF_ERROR(ValidateConstants(name_, new_constants));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    constants_ = std::move(new_constants);
+  }
+  return Release();
 }
 
 Status Method::Synchronize(cudaStream_t stream) {

@@ -45,6 +45,9 @@ struct Constant {
 
 using MethodFn = std::function<Status(Call&)>;
 
+// InvalidArgument naming the first constant with a null address.
+Status ValidateConstants(std::string_view method, const std::vector<Constant>& constants);
+
 struct MethodSpec {
   std::string name;
   MethodFn fn;
@@ -99,6 +102,11 @@ class Method {
   // Drops the graphs, their memory and the captured shapes; the method warms
   // up again. Waits for the method's last launch first.
   Status Release();
+  // Release() for a method whose constants moved (a KV cache that grew into
+  // a new buffer): the new list replaces the registered one and is checked
+  // for host memory at the next capture. InvalidArgument, changing nothing,
+  // if a constant has a null address.
+  Status Release(std::vector<Constant> new_constants);
   // Waits for `stream`, then reports a failed device check of this method.
   Status Synchronize(cudaStream_t stream);
   MethodReport Report() const;
@@ -147,7 +155,7 @@ class Method {
 
   const std::string name_;
   const MethodFn fn_;
-  const std::optional<std::vector<Constant>> constants_;
+  std::optional<std::vector<Constant>> constants_;  // guarded by mu_
   const MethodFlags flags_;
   const EventLog log_;
   const std::function<void()> on_first_run_;
