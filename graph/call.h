@@ -15,7 +15,7 @@
 
 namespace encore {
 
-class Method;
+class MethodInstance;
 
 enum class CallKind { kEager, kWarmup, kCapture };
 std::string_view CallKindName(CallKind k);
@@ -47,12 +47,12 @@ class Call {
   Status Check(const bool* device_cond, std::string_view message);
 
  private:
-  friend class Method;
-  Call(Method* method, cudaStream_t stream, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+  friend class MethodInstance;
+  Call(MethodInstance* method, cudaStream_t stream, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
        CallKind kind, int64_t index)
       : method_(method), stream_(stream), inputs_(inputs), outputs_(outputs), kind_(kind), index_(index) {}
 
-  Method* method_;
+  MethodInstance* method_;
   cudaStream_t stream_;
   std::span<const TensorRef> inputs_;
   std::span<const TensorRef> outputs_;

@@ -43,7 +43,7 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
     return AlreadyExistsError("Register: a method named '" + spec.name + "' is already registered");
   }
   auto method = std::unique_ptr<Method>(new Method(spec.name, std::move(spec.fn), std::move(spec.constants), flags,
-                                                   log_, [this] { WarnUnknownFlagNames(); }));
+                                                   log_, [this] { WarnUnknownFlagNames(); }, options_.consensus));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_.Info("registered", {{"method", raw->name()},

@@ -15,6 +15,7 @@
 #include "encore/core/status.h"
 #include "encore/graph/method.h"
 #include "encore/policy/method_flags.h"
+#include "encore/policy/rank_consensus.h"
 
 namespace encore {
 
@@ -27,6 +28,9 @@ struct ManagerOptions {
   std::string flags_text;
   // The logger to write events to; null means the process-wide "encore" one.
   std::shared_ptr<spdlog::logger> logger;
+  // Ranks that run the same methods together (tensor parallel) agree on
+  // every capture through this; null for a single rank. See RankConsensus.
+  std::shared_ptr<RankConsensus> consensus;
 };
 
 class Manager {

@@ -20,20 +20,12 @@
 #include "encore/allocator/graph_arena.h"
 #include "encore/core/log.h"
 #include "encore/core/status.h"
-#include "encore/core/stream.h"
 #include "encore/core/tensor.h"
 #include "encore/graph/call.h"
-#include "encore/graph/graph.h"
-#include "encore/graph/staging.h"
-#include "encore/policy/call_signature.h"
-#include "encore/policy/capture_policy.h"
 #include "encore/policy/method_flags.h"
 
 namespace encore {
 
-namespace shims {
-class MappedCheckRecord;
-}
 
 // A device buffer whose address stays fixed for a graph's life: weights, and
 // state a method updates in place (a KV cache, a counter).
@@ -84,108 +76,66 @@ struct MethodReport {
   // With copy_outputs=false: the most recent graph's output buffers, valid
   // until the method's next call.
   std::vector<TensorRef> static_outputs;
+  int devices = 1;  // devices the method has run on
 
   std::string ToJson() const;
 };
 
 class Manager;
+class MethodInstance;
+class RankConsensus;
 
+// A method is run per device: the first call on a device makes that
+// device's instance (its graphs, memory and streams), so calls on different
+// devices neither share graphs nor wait for each other, and each device's
+// calls are serialized.
 class Method {
  public:
   ~Method();
   Method(const Method&) = delete;
   Method& operator=(const Method&) = delete;
 
-  // Runs the method on `stream`. Errors in the arguments are InvalidArgument
-  // and change nothing; see MethodFlags for what a shape change does.
+  // Runs the method on `stream`, which must belong to the current device.
+  // Errors in the arguments are InvalidArgument and change nothing; see
+  // MethodFlags for what a shape change does.
   Status Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream);
-  // Drops the graphs, their memory and the captured shapes; the method warms
-  // up again. Waits for the method's last launch first.
+  // Drops the graphs, their memory and the captured shapes on every device;
+  // the method warms up again. Waits for the method's last launches first.
   Status Release();
   // Release() for a method whose constants moved (a KV cache that grew into
   // a new buffer): the new list replaces the registered one and is checked
   // for host memory at the next capture. InvalidArgument, changing nothing,
   // if a constant has a null address.
   Status Release(std::vector<Constant> new_constants);
-  // Waits for `stream`, then reports a failed device check of this method.
+  // Waits for `stream`, then reports a failed device check of this method on
+  // the current device.
   Status Synchronize(cudaStream_t stream);
+  // Counts summed over devices; shapes, nodes and outputs of the device used
+  // first; memory summed.
   MethodReport Report() const;
   const std::string& name() const { return name_; }
   const MethodFlags& flags() const { return flags_; }
 
  private:
   friend class Manager;
-  friend class Call;
-  struct GraphEntry;
-  struct HeadNode;
-  struct Variant;
-  // Executables kept per graph, each staged for one set of caller addresses.
-  static constexpr size_t kMaxVariants = 8;
+  static constexpr int kMaxDevices = 64;
 
   Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
-         EventLog log, std::function<void()> on_first_run);
-
-  Status ValidateArgs(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const;
-  Status TakeCheckFailure();
-  Status RunEager(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream,
-                  CallKind kind, int64_t index);
-  Status InvokeFn(Call& call);
-  // Captures, instantiates (or updates `reuse` in place) and launches once.
-  Status CaptureAndLaunch(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
-                          cudaStream_t stream, int64_t index, bool recapture);
-  // On failure, also runs the call eagerly and turns graphs off.
-  Status HandleCaptureFailure(const CaptureFailure& failure, std::span<const TensorRef> inputs,
-                              std::span<const TensorRef> outputs, cudaStream_t stream, int64_t index);
-  bool VariantMatches(const Variant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const;
-  // Rewrites the head nodes of `v` whose caller addresses changed.
-  Status Restage(Variant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
-  Status Replay(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
-                cudaStream_t stream, int64_t index);
-  Status JoinLastLaunch(cudaStream_t stream);
-  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index);
-  // Host-memory constants turn graphs off; run once per capture decision.
-  void CheckConstants();
-  void TurnGraphsOff(std::string reason, int64_t index);
-  void SetPhase(MethodPhase to, int64_t index);
-  void DropGraph(size_t i);
-  Status WaitForLastLaunch();
-  Status EnsureCheckState();
-  StatusOr<void*> Allocate(CallKind kind, cudaStream_t stream, size_t bytes);
-  Status Check(const Call& call, const bool* device_cond, std::string_view message);
+         EventLog log, std::function<void()> on_first_run, std::shared_ptr<RankConsensus> consensus);
+  StatusOr<MethodInstance*> InstanceForCurrentDevice();
 
   const std::string name_;
   const MethodFn fn_;
-  std::optional<std::vector<Constant>> constants_;  // guarded by mu_
   const MethodFlags flags_;
   const EventLog log_;
   const std::function<void()> on_first_run_;
+  const std::shared_ptr<RankConsensus> consensus_;
 
-  mutable std::mutex mu_;
-  MethodPhase phase_;
-  bool graphs_off_ = false;
-  std::string graphs_off_reason_;
-  bool constants_checked_ = false;
-  int warmups_done_ = 0;
-  uint64_t next_capture_id_ = 0;
-  uint64_t use_clock_ = 0;
-  std::vector<std::unique_ptr<GraphEntry>> graphs_;  // most recently used first
-  GraphArena arena_;
-  Stream capture_stream_;  // for calls on the legacy default stream
-  Event last_launch_event_;
-  cudaStream_t last_launch_stream_ = nullptr;
-  bool has_launched_ = false;
-
-  // Device checks (record mode). The sequence counter lives in device memory
-  // and is bumped by every graph launch's first node; launch_calls_ maps a
-  // sequence number back to the call index that launched it.
-  std::unique_ptr<shims::MappedCheckRecord> check_record_;
-  unsigned long long* device_sequence_ = nullptr;
-  uint64_t launches_ = 0;
-  static constexpr size_t kLaunchRing = 4096;
-  std::array<int64_t, kLaunchRing> launch_calls_{};
-  std::vector<std::string> check_messages_;  // indexed by check id
-
-  MethodReport counters_;  // counts only; Report() fills the rest
+  mutable std::mutex mu_;  // guards constants_ and instances_
+  std::optional<std::vector<Constant>> constants_;
+  std::vector<std::unique_ptr<MethodInstance>> instances_;  // in order of first use
+  // Lock-free lookup on the replay path.
+  std::array<std::atomic<MethodInstance*>, kMaxDevices> by_device_{};
 };
 
 }  // namespace encore

@@ -16,3 +16,17 @@ cc_library(
     linkopts = ["-ldl", "-lpthread", "-lrt"],
     deps = [":headers"],
 )
+
+# NCCL, linked dynamically (the toolkit ships no static archive): binaries
+# that use it need libnccl.so.2 where they run (GPU machines with PyTorch or
+# NCCL installed have it in the loader's path).
+cc_library(
+    name = "nccl",
+    hdrs = ["include/nccl.h"],
+    includes = ["include"],
+    linkopts = [
+        "-L%{lib64}",
+        "-lnccl",
+    ],
+    deps = [":headers"],
+)

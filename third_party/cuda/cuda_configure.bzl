@@ -11,7 +11,7 @@ def _cuda_configure_impl(rctx):
         fail("encore: no CUDA toolkit at '%s' (set CUDA_PATH); install nvidia-cuda-toolkit or NVIDIA's CUDA 13 packages" % root)
     rctx.symlink(root + "/include", "include")
     rctx.symlink(root + "/lib64", "lib64")
-    rctx.template("BUILD", rctx.attr._build_tpl, {})
+    rctx.template("BUILD", rctx.attr._build_tpl, {"%{lib64}": root + "/lib64"})
     rctx.file("defs.bzl", "NVCC = \"%s/bin/nvcc\"\n" % root)
 
 cuda_configure = repository_rule(

@@ -1,0 +1,301 @@
+// Ranks agree on every capture: two ranks (threads on one GPU, each with its
+// own Manager) through ThreadConsensus, and NCCL collectives inside captured
+// methods with NcclConsensus (one rank on one GPU; all GPUs when there are
+// several).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "encore/core/cuda_error.h"
+#include "encore/core/gpu_test_util.h"
+#include "encore/graph/manager.h"
+#include "encore/graph/nccl_consensus.h"
+#include "encore/policy/rank_consensus.h"
+#include "encore/tests/device_buffer.h"
+#include "encore/tests/test_kernels.h"
+
+namespace encore {
+namespace {
+
+using testing::DeviceBuffer;
+constexpr int64_t kN = 256;
+
+enum class Fault { kNone, kRefuseCapture, kHostConstant };
+
+struct RankResult {
+  MethodReport report;
+  int wrong = 0;
+  int errors = 0;
+};
+
+// One rank: its own Manager, stream and buffers; `fault` applies on this
+// rank only.
+RankResult RunRank(std::shared_ptr<RankConsensus> consensus, Fault fault, int calls) {
+  RankResult res;
+  ManagerOptions o;
+  o.consensus = std::move(consensus);
+  o.logger = std::make_shared<spdlog::logger>("quiet");
+  auto mgr = Manager::Create(o);
+  if (!mgr.ok()) {
+    ++res.errors;
+    return res;
+  }
+  int* host_flag = nullptr;
+  cudaMallocHost(&host_flag, sizeof(int));
+  MethodSpec spec;
+  spec.name = "tp";
+  spec.constants = std::vector<Constant>{};
+  if (fault == Fault::kHostConstant) spec.constants->push_back({"flag", host_flag, sizeof(int)});
+  MethodFlags f;
+  f.warmup_calls = 2;
+  spec.flags = f;
+  spec.fn = [fault](Call& c) -> Status {
+    if (fault == Fault::kRefuseCapture && c.kind() == CallKind::kCapture) return CaptureRefusal("rank refuses");
+    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
+                                          static_cast<float*>(c.output(0).data), 2.0f, 1.0f, kN, c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+  };
+  Method* m = *(*mgr)->Register(spec);
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  float *in, *out;
+  cudaMalloc(&in, kN * 4);
+  cudaMalloc(&out, kN * 4);
+  std::vector<float> h(kN);
+  for (int call = 0; call < calls; ++call) {
+    for (int64_t i = 0; i < kN; ++i) h[i] = static_cast<float>(call + i);
+    cudaMemcpyAsync(in, h.data(), kN * 4, cudaMemcpyHostToDevice, s);
+    TensorRef ti{in, DType::kFloat32, {kN}, {}}, to{out, DType::kFloat32, {kN}, {}};
+    if (!m->Run({&ti, 1}, {&to, 1}, s).ok()) ++res.errors;
+    cudaMemcpyAsync(h.data(), out, kN * 4, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    for (int64_t i = 0; i < kN; ++i) {
+      if (h[i] != (call + i) * 2.0f + 1) {
+        ++res.wrong;
+        break;
+      }
+    }
+  }
+  res.report = m->Report();
+  cudaFree(in);
+  cudaFree(out);
+  cudaStreamDestroy(s);
+  cudaFreeHost(host_flag);
+  return res;
+}
+
+std::vector<RankResult> RunRanks(int ranks, Fault fault_on_last) {
+  ThreadConsensus tc(ranks, std::chrono::seconds(20));
+  std::vector<RankResult> results(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      results[r] = RunRank(tc.Rank(r), r == ranks - 1 ? fault_on_last : Fault::kNone, 8);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+TEST(ConsensusGpuTest, AllRanksCaptureWhenAllCan) {
+  ENCORE_REQUIRE_GPU();
+  auto res = RunRanks(2, Fault::kNone);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(res[r].errors, 0) << r;
+    EXPECT_EQ(res[r].wrong, 0) << r;
+    EXPECT_EQ(res[r].report.captures, 1) << r;
+    EXPECT_EQ(res[r].report.replays, 5) << r;
+  }
+}
+
+TEST(ConsensusGpuTest, OneRankRefusingTheCaptureMakesEveryRankEager) {
+  ENCORE_REQUIRE_GPU();
+  auto start = std::chrono::steady_clock::now();
+  auto res = RunRanks(2, Fault::kRefuseCapture);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15)) << "a rank waited for a vote";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(res[r].errors, 0) << r;
+    EXPECT_EQ(res[r].wrong, 0) << r;
+    EXPECT_EQ(res[r].report.captures, 0) << r;
+    EXPECT_EQ(res[r].report.replays, 0) << r;
+    EXPECT_EQ(res[r].report.capture_failures, 1) << r;
+    EXPECT_EQ(res[r].report.phase, MethodPhase::kEager) << r;
+  }
+  EXPECT_EQ(res[0].report.graphs_off_reason, "another rank voted against the first launch of 'tp'");
+  EXPECT_NE(res[1].report.graphs_off_reason.find("rank refuses"), std::string::npos) << res[1].report.graphs_off_reason;
+}
+
+TEST(ConsensusGpuTest, OneRankWithAHostConstantMakesEveryRankEager) {
+  ENCORE_REQUIRE_GPU();
+  auto res = RunRanks(2, Fault::kHostConstant);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(res[r].wrong, 0) << r;
+    EXPECT_EQ(res[r].report.captures, 0) << r;
+    EXPECT_EQ(res[r].report.phase, MethodPhase::kEager) << r;
+  }
+  EXPECT_EQ(res[0].report.graphs_off_reason, "another rank voted against the capture of 'tp'");
+  EXPECT_NE(res[1].report.graphs_off_reason.find("constant 'flag'"), std::string::npos);
+}
+
+// ---- NCCL
+
+struct NcclRank {
+  MethodReport report;
+  int wrong = 0;
+  int errors = 0;
+  std::string first_error;
+};
+
+// Each rank: y = all_reduce_sum(x * 2 + 1) + 1 over `ranks` ranks, where rank
+// r's x[i] = call + i + r. Rank `refuse` refuses its capture (-1: none).
+NcclRank RunNcclRank(ncclComm_t comm, int ranks, int rank, int refuse, int calls) {
+  NcclRank res;
+  auto fail = [&](const std::string& e) {
+    ++res.errors;
+    if (res.first_error.empty()) res.first_error = e;
+  };
+  auto consensus = NcclConsensus::Create(comm, std::chrono::seconds(20));
+  if (!consensus.ok()) {
+    fail(consensus.status().ToString());
+    return res;
+  }
+  ManagerOptions o;
+  o.consensus = *consensus;
+  o.logger = std::make_shared<spdlog::logger>("quiet");
+  auto mgr = *Manager::Create(o);
+  MethodSpec spec;
+  spec.name = "allreduce";
+  spec.constants = std::vector<Constant>{};
+  spec.fn = [comm, rank, refuse](Call& c) -> Status {
+    if (rank == refuse && c.kind() == CallKind::kCapture) return CaptureRefusal("this rank refuses");
+    float* y = static_cast<float*>(c.output(0).data);
+    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data), y, 2.0f, 1.0f, kN, c.stream());
+    if (e != cudaSuccess) return CudaStatus(e, "LaunchAffine");
+    ncclResult_t r = ncclAllReduce(y, y, kN, ncclFloat, ncclSum, comm, c.stream());
+    if (r != ncclSuccess) return InternalError(std::string("ncclAllReduce: ") + ncclGetErrorString(r));
+    e = testing::LaunchAffine(y, y, 1.0f, 1.0f, kN, c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+  };
+  Method* m = *mgr->Register(spec);
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  float *in[2], *out[2];
+  for (int b = 0; b < 2; ++b) {
+    cudaMalloc(&in[b], kN * 4);
+    cudaMalloc(&out[b], kN * 4);
+  }
+  std::vector<float> h(kN);
+  for (int call = 0; call < calls; ++call) {
+    int b = call % 2;  // addresses move
+    for (int64_t i = 0; i < kN; ++i) h[i] = static_cast<float>(call + i + rank);
+    cudaMemcpyAsync(in[b], h.data(), kN * 4, cudaMemcpyHostToDevice, s);
+    TensorRef ti{in[b], DType::kFloat32, {kN}, {}}, to{out[b], DType::kFloat32, {kN}, {}};
+    if (Status st = m->Run({&ti, 1}, {&to, 1}, s); !st.ok()) fail(st.ToString());
+    cudaMemcpyAsync(h.data(), out[b], kN * 4, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    for (int64_t i = 0; i < kN; ++i) {
+      // sum over ranks q of 2 * (call + i + q) + 1, then + 1
+      float want = 1.0f;
+      for (int q = 0; q < ranks; ++q) want += 2.0f * (call + i + q) + 1.0f;
+      if (h[i] != want) {
+        ++res.wrong;
+        break;
+      }
+    }
+  }
+  res.report = m->Report();
+  for (int b = 0; b < 2; ++b) {
+    cudaFree(in[b]);
+    cudaFree(out[b]);
+  }
+  cudaStreamDestroy(s);
+  return res;
+}
+
+std::vector<NcclRank> RunNccl(int ranks, int refuse, int calls) {
+  std::vector<int> devs(ranks);
+  for (int r = 0; r < ranks; ++r) devs[r] = r;
+  std::vector<ncclComm_t> comms(ranks);
+  std::vector<NcclRank> res(ranks);
+  ncclResult_t init = ncclCommInitAll(comms.data(), ranks, devs.data());
+  if (init != ncclSuccess) {
+    res[0].errors = 1;
+    res[0].first_error = std::string("ncclCommInitAll: ") + ncclGetErrorString(init);
+    return res;
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(r);
+      res[r] = RunNcclRank(comms[r], ranks, r, refuse, calls);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+  return res;
+}
+
+TEST(NcclGpuTest, AllReduceInACapturedMethodMatchesEagerOnOneRank) {
+  ENCORE_REQUIRE_GPU();
+  auto res = RunNccl(1, /*refuse=*/-1, 12);
+  EXPECT_EQ(res[0].errors, 0) << res[0].first_error;
+  EXPECT_EQ(res[0].wrong, 0);
+  EXPECT_EQ(res[0].report.captures, 1);
+  EXPECT_EQ(res[0].report.replays, 8);
+  EXPECT_GE(res[0].report.graph_nodes, 4u);  // head, affine, all-reduce, affine, tail
+}
+
+TEST(NcclGpuTest, NcclVotesAgreeOnlyWhenAllSayYes) {
+  ENCORE_REQUIRE_GPU();
+  ncclComm_t comm;
+  int dev = 0;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, &dev), ncclSuccess);
+  auto c = NcclConsensus::Create(comm, std::chrono::seconds(10));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->rank(), 0);
+  EXPECT_EQ((*c)->size(), 1);
+  EXPECT_TRUE(*(*c)->AllAgree(true, "test"));
+  EXPECT_FALSE(*(*c)->AllAgree(false, "test"));
+  EXPECT_TRUE(*(*c)->AllAgree(true, "test"));
+  c->reset();
+  ncclCommDestroy(comm);
+}
+
+TEST(NcclGpuTest, RefusalOnOneRankMakesEveryRankEagerAcrossGpus) {
+  ENCORE_REQUIRE_GPU();
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, " << n << " visible (the one-GPU case is covered above and by ConsensusGpuTest)";
+  auto start = std::chrono::steady_clock::now();
+  auto res = RunNccl(n, /*refuse=*/n - 1, 10);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(res[r].errors, 0) << "rank " << r << ": " << res[r].first_error;
+    EXPECT_EQ(res[r].wrong, 0) << r;
+    EXPECT_EQ(res[r].report.captures, 0) << r;
+    EXPECT_EQ(res[r].report.phase, MethodPhase::kEager) << r;
+  }
+}
+
+TEST(NcclGpuTest, AllRanksReplayAcrossGpus) {
+  ENCORE_REQUIRE_GPU();
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, " << n << " visible";
+  auto res = RunNccl(n, -1, 10);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(res[r].errors, 0) << "rank " << r << ": " << res[r].first_error;
+    EXPECT_EQ(res[r].wrong, 0) << r;
+    EXPECT_EQ(res[r].report.captures, 1) << r;
+    EXPECT_EQ(res[r].report.replays, 6) << r;
+  }
+}
+
+}  // namespace
+}  // namespace encore

@@ -1,0 +1,74 @@
+#include "encore/graph/nccl_consensus.h"
+
+#include <string>
+#include <thread>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/log.h"
+
+namespace encore {
+namespace {
+
+Status NcclStatus(ncclResult_t r, std::string_view what) {
+  if (r == ncclSuccess) return OkStatus();
+  return InternalError(std::string(what) + ": " + ncclGetErrorString(r));
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<NcclConsensus>> NcclConsensus::Create(ncclComm_t comm, std::chrono::milliseconds timeout) {
+  if (comm == nullptr) return InvalidArgumentError("NcclConsensus: the communicator is null");
+  std::shared_ptr<NcclConsensus> c(new NcclConsensus());
+  c->comm_ = comm;
+  c->timeout_ = timeout;
+  ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommUserRank(comm, &c->rank_), "ncclCommUserRank"));
+  ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommCount(comm, &c->size_), "ncclCommCount"));
+  ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommCuDevice(comm, &c->device_), "ncclCommCuDevice"));
+  ENCORE_ASSIGN_OR_RETURN(c->stream_, Stream::Create());
+  void* d = nullptr;
+  ENCORE_CUDA_CALL(Malloc, &d, sizeof(int));
+  c->device_vote_ = static_cast<int*>(d);
+  void* h = nullptr;
+  ENCORE_CUDA_CALL(HostAlloc, &h, sizeof(int), cudaHostAllocDefault);
+  c->host_vote_ = static_cast<int*>(h);
+  return c;
+}
+
+NcclConsensus::~NcclConsensus() {
+  if (device_vote_) (void)cuda().Free(device_vote_);
+  if (host_vote_) (void)cuda().FreeHost(host_vote_);
+}
+
+StatusOr<bool> NcclConsensus::AllAgree(bool vote, std::string_view what) {
+  const std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+  if (aborted_) return FailedPreconditionError(who + ": an earlier vote timed out and aborted the communicator");
+  *host_vote_ = vote ? 1 : 0;
+  cudaStream_t s = stream_.get();
+  ENCORE_CUDA_CALL(MemcpyAsync, device_vote_, host_vote_, sizeof(int), cudaMemcpyHostToDevice, s);
+  ENCORE_RETURN_IF_ERROR(
+      NcclStatus(ncclAllReduce(device_vote_, device_vote_, 1, ncclInt32, ncclMin, comm_, s), "ncclAllReduce (vote)"));
+  ENCORE_CUDA_CALL(MemcpyAsync, host_vote_, device_vote_, sizeof(int), cudaMemcpyDeviceToHost, s);
+  // Poll rather than block: a rank that never votes must end in an error,
+  // not a hang.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(s);
+    if (q == cudaSuccess) break;
+    if (q != cudaErrorNotReady) return CudaStatus(q, "cudaStreamQuery (vote)");
+    ncclResult_t async = ncclSuccess;
+    if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
+      return NcclStatus(async, "NCCL communicator (vote)");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      aborted_ = true;
+      (void)ncclCommAbort(comm_);
+      return Status(StatusCode::kDeadlineExceeded, who + ": vote on " + std::string(what) + " did not complete in " +
+                                                       std::to_string(timeout_.count()) +
+                                                       " ms; the communicator was aborted");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return *host_vote_ == 1;
+}
+
+}  // namespace encore

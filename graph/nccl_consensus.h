@@ -1,0 +1,50 @@
+// NcclConsensus: RankConsensus over NCCL itself. A vote is a one-integer
+// all-reduce (minimum) on the communicator the method's collectives use, on
+// a stream of its own, so ranks agree through the same channel their
+// collectives travel and no second one has to be set up.
+#ifndef ENCORE_GRAPH_NCCL_CONSENSUS_H_
+#define ENCORE_GRAPH_NCCL_CONSENSUS_H_
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+#include "encore/core/status.h"
+#include "encore/core/stream.h"
+#include "encore/policy/rank_consensus.h"
+
+namespace encore {
+
+class NcclConsensus : public RankConsensus {
+ public:
+  // `comm` stays the caller's and must outlive this object. Must be called
+  // with the communicator's device current. A vote that has not completed
+  // after `timeout` aborts the communicator (ncclCommAbort: the ranks are out
+  // of step and its collectives could never complete) and is an error.
+  static StatusOr<std::shared_ptr<NcclConsensus>> Create(ncclComm_t comm, std::chrono::milliseconds timeout);
+  ~NcclConsensus() override;
+
+  StatusOr<bool> AllAgree(bool vote, std::string_view what) override;
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+ private:
+  NcclConsensus() = default;
+
+  ncclComm_t comm_ = nullptr;
+  int device_ = 0;
+  int rank_ = 0;
+  int size_ = 1;
+  std::chrono::milliseconds timeout_{0};
+  Stream stream_;
+  int* device_vote_ = nullptr;
+  int* host_vote_ = nullptr;  // pinned
+  bool aborted_ = false;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_NCCL_CONSENSUS_H_

@@ -1,0 +1,67 @@
+// RankConsensus: how the ranks that run one method together (tensor-parallel
+// processes or threads, each with its own Manager) agree before a capture,
+// a recapture or graphs being turned off. If rank 0 replays a graph while
+// rank 1 fell back to eager, their collectives still match call for call;
+// but if one rank turns graphs off in the middle of a capture that another
+// rank completes, or one captures while another does not, they can deadlock.
+// So every such decision is a vote that every rank casts at the same point:
+// all capture or none.
+//
+// Votes are collective: each rank calls AllAgree the same number of times in
+// the same order (true when ranks run the same methods with the same flags,
+// the usual tensor-parallel setup). Refusals of a new shape need no vote:
+// ranks of one tensor-parallel group see the same shapes, so they refuse
+// together. Pure interface, no CUDA: NcclConsensus (graph/) implements it
+// over NCCL, ThreadConsensus (below) for ranks that are threads.
+#ifndef ENCORE_POLICY_RANK_CONSENSUS_H_
+#define ENCORE_POLICY_RANK_CONSENSUS_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "encore/core/status.h"
+
+namespace encore {
+
+class RankConsensus {
+ public:
+  virtual ~RankConsensus() = default;
+  // True when every rank voted true. `what` names the decision for logs
+  // and errors. A rank that does not vote in time is an error
+  // (kDeadlineExceeded), never a hang.
+  virtual StatusOr<bool> AllAgree(bool vote, std::string_view what) = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+};
+
+// Ranks that are threads of one process: each thread holds its own
+// ThreadConsensus::Rank, made from one shared ThreadConsensus.
+class ThreadConsensus {
+ public:
+  ThreadConsensus(int ranks, std::chrono::milliseconds timeout);
+
+  // The voter for rank `r` (0 <= r < ranks); it shares this object's state.
+  std::shared_ptr<RankConsensus> Rank(int r);
+
+ private:
+  class Voter;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    int ranks;
+    std::chrono::milliseconds timeout;
+    int arrived = 0;
+    bool all = true;
+    bool result = true;
+    unsigned long long round = 0;
+    bool broken = false;  // a vote timed out: the ranks are out of step
+  };
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_POLICY_RANK_CONSENSUS_H_
