@@ -414,6 +414,14 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
     }
     out_table = static_cast<void**>(*t);
   }
+  // Device-check state is host-pinned memory: make it before the capture,
+  // where allocating it would invalidate the capture.
+  if (flags_.checks == CheckMode::kRecord) {
+    if (Status s = EnsureCheckState(); !s.ok()) {
+      (void)arena_.AbortCapture();
+      return fail(CaptureStage::kBegin, s, false);
+    }
+  }
   if (flags_.checks == CheckMode::kRecord && !device_sequence_) {
     void* p = nullptr;
     cudaError_t err = cuda().Malloc(&p, sizeof(unsigned long long));
