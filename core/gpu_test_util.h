@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+
+#include "encore/core/stream.h"
 
 namespace encore::testing {
 
@@ -35,5 +38,23 @@ inline std::string NoGpuReason() {
     cudaError_t encore_e_ = (call);                                          \
     ASSERT_EQ(encore_e_, cudaSuccess) << #call << ": " << cudaGetErrorName(encore_e_); \
   } while (0)
+
+namespace encore::testing {
+
+// A fixture that skips without a GPU and gives each test its own
+// non-blocking stream, s().
+class GpuStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ENCORE_REQUIRE_GPU();
+    auto s = Stream::Create();
+    ASSERT_TRUE(s.ok()) << s.status();
+    stream_ = std::move(*s);
+  }
+  cudaStream_t s() const { return stream_.get(); }
+  Stream stream_;
+};
+
+}  // namespace encore::testing
 
 #endif  // ENCORE_CORE_GPU_TEST_UTIL_H_

@@ -51,16 +51,8 @@ std::vector<uint8_t> Reference(const std::vector<uint8_t>& out, const std::vecto
   return r;
 }
 
-class MaskedCopyTest : public ::testing::Test {
+class MaskedCopyTest : public ::encore::testing::GpuStreamTest {
  protected:
-  void SetUp() override {
-    ENCORE_REQUIRE_GPU();
-    auto s = Stream::Create();
-    ASSERT_TRUE(s.ok()) << s.status();
-    stream_ = std::move(*s);
-  }
-  cudaStream_t s() const { return stream_.get(); }
-
   void RunCase(DType dtype, Shape shape, MaskKind kind, cudaStream_t stream) {
     SCOPED_TRACE(std::string(DTypeName(dtype)) + " shape " + shape.ToString() + " mask " +
                  std::to_string(static_cast<int>(kind)));

@@ -33,16 +33,8 @@ using testing::DeviceBuffer;
 
 uint64_t Counters(int64_t n) { return static_cast<uint64_t>((n + 3) / 4); }
 
-class PhiloxTest : public ::testing::Test {
+class PhiloxTest : public ::encore::testing::GpuStreamTest {
  protected:
-  void SetUp() override {
-    ENCORE_REQUIRE_GPU();
-    auto s = Stream::Create();
-    ASSERT_TRUE(s.ok()) << s.status();
-    stream_ = std::move(*s);
-  }
-  cudaStream_t s() const { return stream_.get(); }
-
   std::vector<float> Download(const float* d, int64_t n) {
     std::vector<float> h(n);
     EXPECT_EQ(cudaStreamSynchronize(s()), cudaSuccess);
@@ -50,7 +42,6 @@ class PhiloxTest : public ::testing::Test {
     return h;
   }
 
-  Stream stream_;
 };
 
 void ExpectBitEqual(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {

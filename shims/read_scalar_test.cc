@@ -24,17 +24,7 @@ namespace {
 
 using testing::DeviceBuffer;
 
-class ReadScalarTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ENCORE_REQUIRE_GPU();
-    auto s = Stream::Create();
-    ASSERT_TRUE(s.ok()) << s.status();
-    stream_ = std::move(*s);
-  }
-  cudaStream_t s() const { return stream_.get(); }
-  Stream stream_;
-};
+class ReadScalarTest : public ::encore::testing::GpuStreamTest {};
 
 // Stores `value`'s bytes on the device and reads them back through every
 // kind of stream; the bytes must come back unchanged.
