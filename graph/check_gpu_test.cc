@@ -95,7 +95,7 @@ TEST(CheckGpuTest, RecordModeInReplayedGraphReportsNextCallAndContextSurvives) {
   EXPECT_EQ(r.captures, 1);
   EXPECT_EQ(r.replays, 3);
   EXPECT_EQ(r.check_failures, 1);
-  EXPECT_EQ(r.graph_nodes, 5u);  // stage in, all-positive, check, affine, stage out
+  EXPECT_EQ(r.graph_nodes, 6u);  // stage in, all-positive, check, affine, stage out, completion record
   auto ev = env.logs.Find("check_failed", "method", "probs");
   ASSERT_TRUE(ev.has_value());
   EXPECT_EQ(ev->field("call"), "4");
@@ -142,7 +142,7 @@ TEST(CheckGpuTest, OffModeLaunchesNothing) {
   ASSERT_TRUE(env.Run(true).ok());
   ASSERT_TRUE(env.Run(true).ok());
   EXPECT_TRUE(env.m->Synchronize(env.s).ok());
-  EXPECT_EQ(env.m->Report().graph_nodes, 4u);  // no check node
+  EXPECT_EQ(env.m->Report().graph_nodes, 5u);  // no check node
   EXPECT_EQ(env.m->Report().check_failures, 0);
 }
 

@@ -111,7 +111,7 @@ TEST(ManagerGpuTest, PhasesAndResultsWhileAddressesMove) {
   EXPECT_EQ(host_runs.load(), 4);  // three warmups and the capture only
   ASSERT_EQ(r.captured_input_shapes.size(), 1u);
   EXPECT_EQ(r.captured_input_shapes[0][0], (Shape{2, 3, 4, 4}));
-  EXPECT_EQ(r.graph_nodes, 3u);  // stage in, affine, stage out
+  EXPECT_EQ(r.graph_nodes, 4u);  // stage in, affine, stage out, completion record
   EXPECT_GT(r.memory.reserved_bytes, 0u);
   EXPECT_EQ(fx.logs.Count("captured"), 1);
   EXPECT_NE(fx.manager->ReportJson().find("\"replays\":8"), std::string::npos);
@@ -208,8 +208,8 @@ TEST(ManagerGpuTest, ManyInputsAndOutputsAreStagedInChunks) {
       ASSERT_EQ(got[15 + i], 1000.0f * call + 15 + i + i) << "call " << call << " output " << i;
     }
   }
-  // 3 heads + 19 kernels + 3 tails.
-  EXPECT_EQ((*m)->Report().graph_nodes, 25u);
+  // 3 heads + 19 kernels + 3 tails + the completion record.
+  EXPECT_EQ((*m)->Report().graph_nodes, 26u);
   EXPECT_EQ((*m)->Report().replays, 3);
 }
 
@@ -696,7 +696,7 @@ TEST(ManagerGpuTest, CopyOutputsOffExposesStaticOutputs) {
     EXPECT_EQ(v, (call + 4.0f) * 2 + 1);
   }
   EXPECT_EQ(out.Download()[0], kSentinel);  // the caller's buffer is not written
-  EXPECT_EQ((*m)->Report().graph_nodes, 2u);   // no output staging node
+  EXPECT_EQ((*m)->Report().graph_nodes, 3u);   // head, affine, record: no output staging node
 }
 
 // Another thread's CUDA calls during a capture neither break it nor get

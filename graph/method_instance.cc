@@ -261,13 +261,10 @@ Status MethodInstance::WaitForLastLaunch() {
 }
 
 Status MethodInstance::JoinLastLaunch(cudaStream_t stream) {
-  if (!last_launch_event_) {
-    ENCORE_ASSIGN_OR_RETURN(last_launch_event_, Event::Create());
-  }
   if (has_launched_ && stream != last_launch_stream_) {
     // The graphs of this method share static buffers and scratch, so a
-    // launch on a new stream must wait for the previous one.
-    ENCORE_CUDA_CALL(EventRecord, last_launch_event_.get(), last_launch_stream_);
+    // launch on a new stream waits for the previous launch, whose last node
+    // recorded last_launch_event_. (The previous stream itself may be gone.)
     ENCORE_CUDA_CALL(StreamWaitEvent, stream, last_launch_event_.get(), 0);
   }
   return OkStatus();
@@ -414,6 +411,14 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
     }
     out_table = static_cast<void**>(*t);
   }
+  if (!last_launch_event_) {
+    StatusOr<Event> e = Event::Create();
+    if (!e.ok()) {
+      (void)arena_.AbortCapture();
+      return fail(CaptureStage::kBegin, e.status(), false);
+    }
+    last_launch_event_ = *std::move(e);
+  }
   // Device-check state is host-pinned memory: make it before the capture,
   // where allocating it would invalidate the capture.
   if (flags_.checks == CheckMode::kRecord) {
@@ -517,6 +522,16 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
       failure = InvokeFn(call);
       if (failure.ok()) failure = add_tails();
     }
+    // The graph's last work, which the completion record node will follow.
+    std::vector<cudaGraphNode_t> frontier;
+    if (failure.ok()) {
+      StatusOr<std::vector<cudaGraphNode_t>> f = cap->Frontier();
+      if (f.ok()) {
+        frontier = *std::move(f);
+      } else {
+        failure = f.status();
+      }
+    }
     if (!failure.ok()) {
       // A CUDA call the capture cannot record usually also invalidates it;
       // ending the capture says whether CUDA saw it that way.
@@ -528,6 +543,13 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
       StatusOr<Graph> g = cap->End(&capture_error);
       if (g.ok()) {
         graph = *std::move(g);
+        // Every launch records last_launch_event_ as its last node, so
+        // Release and a launch on another stream can wait for it without an
+        // API call per replay.
+        cudaGraphNode_t record = nullptr;
+        cudaError_t err = cudaGraphAddEventRecordNode(&record, graph->get(), frontier.data(), frontier.size(),
+                                                      last_launch_event_.get());
+        if (err != cudaSuccess) failure = CudaStatus(err, "cudaGraphAddEventRecordNode");
       } else {
         failure = g.status();
       }

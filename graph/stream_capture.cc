@@ -24,7 +24,7 @@ StreamCapture::~StreamCapture() {
   }
 }
 
-StatusOr<cudaGraphNode_t> StreamCapture::LastNode() const {
+StatusOr<std::vector<cudaGraphNode_t>> StreamCapture::Frontier() const {
   cudaStreamCaptureStatus status;
   const cudaGraphNode_t* deps = nullptr;
   size_t n = 0;
@@ -33,8 +33,13 @@ StatusOr<cudaGraphNode_t> StreamCapture::LastNode() const {
   if (status != cudaStreamCaptureStatusActive) {
     return FailedPreconditionError("cudaStreamGetCaptureInfo: the capture is no longer active (invalidated)");
   }
-  if (n != 1) return InternalError("expected one capture dependency after a launch, found " + std::to_string(n));
-  return deps[0];
+  return std::vector<cudaGraphNode_t>(deps, deps + n);
+}
+
+StatusOr<cudaGraphNode_t> StreamCapture::LastNode() const {
+  ENCORE_ASSIGN_OR_RETURN(std::vector<cudaGraphNode_t> f, Frontier());
+  if (f.size() != 1) return InternalError("expected one capture dependency after a launch, found " + std::to_string(f.size()));
+  return f[0];
 }
 
 StatusOr<Graph> StreamCapture::End(bool* cuda_capture_error) {

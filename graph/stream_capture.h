@@ -7,6 +7,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
 #include "encore/core/status.h"
 #include "encore/graph/graph.h"
 
@@ -24,6 +26,8 @@ class StreamCapture {
 
   // The node the last operation on the stream added (its only dependency).
   StatusOr<cudaGraphNode_t> LastNode() const;
+  // The nodes the next operation on the stream would depend on.
+  StatusOr<std::vector<cudaGraphNode_t>> Frontier() const;
   // Ends the capture. On failure `*cuda_capture_error` says whether CUDA
   // reported a capture error (the capture was invalidated by an unsupported
   // call, say) rather than something else.
