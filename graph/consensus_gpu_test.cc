@@ -248,7 +248,8 @@ TEST(NcclGpuTest, AllReduceInACapturedMethodMatchesEagerOnOneRank) {
   EXPECT_EQ(res[0].wrong, 0);
   EXPECT_EQ(res[0].report.captures, 1);
   EXPECT_EQ(res[0].report.replays, 8);
-  EXPECT_GE(res[0].report.graph_nodes, 6u);  // head, affine, all-reduce, affine, tail, record
+  // head, affine, affine, tail, record; NCCL adds no node for one rank.
+  EXPECT_GE(res[0].report.graph_nodes, 5u);
 }
 
 TEST(NcclGpuTest, NcclVotesAgreeOnlyWhenAllSayYes) {
