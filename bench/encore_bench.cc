@@ -95,6 +95,33 @@ Timing Measure(cudaStream_t s, int n, int repeats, int warmup, const std::functi
   return {Median(cpu), Median(e2e)};
 }
 
+// Like Measure, for several variants taking turns: repeat r of every variant
+// runs before repeat r + 1 of any.
+std::map<std::string, Timing> MeasureInterleaved(
+    cudaStream_t s, int n, int repeats, int warmup,
+    const std::vector<std::pair<std::string, std::function<void(int)>>>& variants) {
+  std::map<std::string, std::vector<double>> cpu, e2e;
+  for (const auto& [name, call] : variants) {
+    for (int i = 0; i < warmup; ++i) call(i);
+  }
+  EX_CUDA(cudaStreamSynchronize(s));
+  for (int r = 0; r < repeats; ++r) {
+    for (const auto& [name, call] : variants) {
+      EX_CUDA(cudaStreamSynchronize(s));
+      double t0 = ex::NowMicros();
+      for (int i = 0; i < n; ++i) call(i);
+      double t1 = ex::NowMicros();
+      EX_CUDA(cudaStreamSynchronize(s));
+      double t2 = ex::NowMicros();
+      cpu[name].push_back((t1 - t0) / n);
+      e2e[name].push_back((t2 - t0) / n);
+    }
+  }
+  std::map<std::string, Timing> out;
+  for (const auto& [name, call] : variants) out[name] = {Median(cpu[name]), Median(e2e[name])};
+  return out;
+}
+
 // Every element of `p` should be `want`.
 void ExpectAll(const float* p, float want, cudaStream_t s, const std::string& what) {
   std::vector<float> h(kElems);
@@ -231,30 +258,35 @@ int main(int argc, char** argv) {
     auto& row = per_call[k];
     const float want0 = 10.0f + k;  // input 0 holds 10
 
-    row["eager"] = Measure(s, n, repeats, 20, [&](int i) {
-      EX_CUDA(LaunchWork(in[i % kBuffers], out[i % kBuffers], k, s));
-    });
-    EX_CUDA(LaunchWork(in[0], out[0], k, s));
-    ExpectAll(out[0], want0, s, "eager K=" + std::to_string(k));
-
     RawGraph raw;
     raw.graph = CaptureWork(static_in, static_out, k, s);
     EX_CUDA(cudaGraphInstantiate(&raw.exec, raw.graph, 0));
-    row["raw_graph"] = Measure(s, n, repeats, 20, [&](int) { EX_CUDA(cudaGraphLaunch(raw.exec, s)); });
-    ExpectAll(static_out, want0, s, "raw graph K=" + std::to_string(k));
-
-    row["raw_graph_copies"] = Measure(s, n, repeats, 20, [&](int i) {
-      EX_CUDA(cudaMemcpyAsync(static_in, in[i % kBuffers], kBytes, cudaMemcpyDeviceToDevice, s));
-      EX_CUDA(cudaGraphLaunch(raw.exec, s));
-      EX_CUDA(cudaMemcpyAsync(out[i % kBuffers], static_out, kBytes, cudaMemcpyDeviceToDevice, s));
-    });
-    EX_CUDA(cudaMemcpyAsync(static_in, in[0], kBytes, cudaMemcpyDeviceToDevice, s));  // leave input 0 there
-
     encore::Method* m = register_k("incr_k" + std::to_string(k), k, encore::MethodFlags{});
-    row["encore"] = Measure(s, n, repeats, 20, [&](int i) {
-      encore::Status st = m->Run({&in_refs[i % kBuffers], 1}, {&out_refs[i % kBuffers], 1}, s);
-      if (!st.ok()) ex::Fail("Method::Run: " + st.ToString());
-    });
+
+    // The four variants take turns, one repeat each, so a drift of clocks or
+    // load over the run falls on all of them alike.
+    std::vector<std::pair<std::string, std::function<void(int)>>> variants = {
+        {"eager", [&](int i) { EX_CUDA(LaunchWork(in[i % kBuffers], out[i % kBuffers], k, s)); }},
+        {"raw_graph", [&](int) { EX_CUDA(cudaGraphLaunch(raw.exec, s)); }},
+        {"raw_graph_copies",
+         [&](int i) {
+           EX_CUDA(cudaMemcpyAsync(static_in, in[i % kBuffers], kBytes, cudaMemcpyDeviceToDevice, s));
+           EX_CUDA(cudaGraphLaunch(raw.exec, s));
+           EX_CUDA(cudaMemcpyAsync(out[i % kBuffers], static_out, kBytes, cudaMemcpyDeviceToDevice, s));
+         }},
+        {"encore",
+         [&](int i) {
+           encore::Status st = m->Run({&in_refs[i % kBuffers], 1}, {&out_refs[i % kBuffers], 1}, s);
+           if (!st.ok()) ex::Fail("Method::Run: " + st.ToString());
+         }},
+    };
+    for (auto& [name, timing] : MeasureInterleaved(s, n, repeats, 20, variants)) row[name] = timing;
+
+    EX_CUDA(LaunchWork(in[0], out[0], k, s));
+    ExpectAll(out[0], want0, s, "eager K=" + std::to_string(k));
+    EX_CUDA(cudaMemcpyAsync(static_in, in[0], kBytes, cudaMemcpyDeviceToDevice, s));  // leave input 0 there
+    EX_CUDA(cudaGraphLaunch(raw.exec, s));
+    ExpectAll(static_out, want0, s, "raw graph K=" + std::to_string(k));
     ex::CheckOk(m->Run({&in_refs[1], 1}, {&out_refs[1], 1}, s), "Method::Run");
     ExpectAll(out[1], 20.0f + k, s, "encore K=" + std::to_string(k));
     encore::MethodReport r = m->Report();

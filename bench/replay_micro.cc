@@ -1,5 +1,5 @@
-// replay_micro: where a replay's time goes. One unit of work (256 floats,
-// out = in + 1) behind staging nodes, with 0, 1 or 2 kernel-parameter
+// replay_micro [K]: where a replay's time goes. K kernels of work (256 floats,
+// out = in + 1, then out += 1) behind staging nodes, with 0, 1 or 2 kernel-parameter
 // rewrites per launch, against the bare graph and encore's Method::Run.
 // Prints CPU (submit) and end-to-end microseconds per call, median of 7.
 #include <cuda_runtime.h>
@@ -29,6 +29,14 @@ namespace {
 constexpr int kN = 256;
 constexpr int kBytes = kN * 4;
 constexpr int kCalls = 2000;
+int g_k = 1;  // kernels of work per call: argv[1]
+
+// out = in + 1, then out += 1 for the other g_k - 1 kernels.
+cudaError_t Work(const float* in, float* out, cudaStream_t s) {
+  cudaError_t e = encore::bench::LaunchAddOne(in, out, kN, s);
+  for (int k = 1; k < g_k && e == cudaSuccess; ++k) e = encore::bench::LaunchAddOne(out, out, kN, s);
+  return e;
+}
 
 double Now() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -62,7 +70,8 @@ cudaGraphNode_t LastNode(cudaStream_t s) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) g_k = std::atoi(argv[1]);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "replay_micro: no CUDA device visible\n");
@@ -85,7 +94,7 @@ int main() {
   cudaGraph_t g;
   cudaGraphExec_t raw;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  CK(bench::LaunchAddOne(sin, sout, kN, s));
+  CK(Work(sin, sout, s));
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&raw, g, 0));
   Measure("raw graph launch", s, [&](int) { CK(cudaGraphLaunch(raw, s)); });
@@ -99,7 +108,7 @@ int main() {
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   CK(LaunchStage(pin, kBytes, s));
   nin = LastNode(s);
-  CK(bench::LaunchAddOne(sin, sout, kN, s));
+  CK(Work(sin, sout, s));
   CK(LaunchStage(pout, kBytes, s));
   nout = LastNode(s);
   CK(cudaStreamEndCapture(s, &g));
@@ -130,12 +139,60 @@ int main() {
     CK(cudaGraphLaunch(staged, s));
   });
 
+  // What encore adds to the bare staged graph, one piece at a time: the
+  // check sequence bump in the head, the output-address table the tail reads,
+  // and the completion event-record node.
+  {
+    unsigned long long* seq;
+    void** table;
+    CK(cudaMalloc(&seq, 8));
+    CK(cudaMemset(seq, 0, 8));
+    CK(cudaMalloc(&table, 8));
+    cudaEvent_t done;
+    CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    auto build = [&](bool with_seq, bool with_table, bool with_record) {
+      StageParams h{}, t{};
+      h.count = t.count = 1;
+      h.copies[0] = {in[0], sin, kBytes};
+      t.copies[0] = {sout, out[0], kBytes};
+      if (with_seq) h.sequence = seq;
+      if (with_table) {
+        h.table = t.table = table;
+        h.publish_count = 1;
+        h.publish[0] = out[0];
+        t.is_tail = 1;
+      }
+      cudaGraph_t gg;
+      CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      CK(LaunchStage(h, kBytes, s));
+      CK(Work(sin, sout, s));
+      CK(LaunchStage(t, kBytes, s));
+      cudaGraphNode_t last = LastNode(s);
+      CK(cudaStreamEndCapture(s, &gg));
+      if (with_record) {
+        cudaGraphNode_t rec;
+        CK(cudaGraphAddEventRecordNode(&rec, gg, &last, 1, done));
+      }
+      cudaGraphExec_t e;
+      CK(cudaGraphInstantiate(&e, gg, 0));
+      return e;
+    };
+    cudaGraphExec_t e_seq = build(true, false, false);
+    cudaGraphExec_t e_tab = build(false, true, false);
+    cudaGraphExec_t e_rec = build(false, false, true);
+    cudaGraphExec_t e_all = build(true, true, true);
+    Measure("staged + sequence bump", s, [&](int) { CK(cudaGraphLaunch(e_seq, s)); });
+    Measure("staged + output-address table", s, [&](int) { CK(cudaGraphLaunch(e_tab, s)); });
+    Measure("staged + completion record node", s, [&](int) { CK(cudaGraphLaunch(e_rec, s)); });
+    Measure("staged + all three (encore's graph)", s, [&](int) { CK(cudaGraphLaunch(e_all, s)); });
+  }
+
   // Small parameters (24 bytes).
   cudaGraphNode_t sin_node, sout_node;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   CK(bench::LaunchSmallCopy(in[0], sin, kBytes, s));
   sin_node = LastNode(s);
-  CK(bench::LaunchAddOne(sin, sout, kN, s));
+  CK(Work(sin, sout, s));
   CK(bench::LaunchSmallCopy(sout, out[0], kBytes, s));
   sout_node = LastNode(s);
   CK(cudaStreamEndCapture(s, &g));
@@ -179,8 +236,8 @@ int main() {
   spec.name = "add_one";
   spec.constants = std::vector<Constant>{};
   spec.fn = [](Call& c) -> Status {
-    cudaError_t e = bench::LaunchAddOne(static_cast<const float*>(c.input(0).data),
-                                        static_cast<float*>(c.output(0).data), kN, c.stream());
+    cudaError_t e = Work(static_cast<const float*>(c.input(0).data), static_cast<float*>(c.output(0).data),
+                         c.stream());
     return e == cudaSuccess ? OkStatus() : InternalError(cudaGetErrorName(e));
   };
   Method* m = *mgr->Register(spec);
@@ -198,6 +255,6 @@ int main() {
   Measure("encore Run, input moves, output fixed", s, [&](int i) {
     if (!m->Run({&ti[i % 4], 1}, {&to[0], 1}, s).ok()) std::exit(1);
   });
-  std::printf("replays: %lld\n", static_cast<long long>(m->Report().replays));
+  std::printf("K=%d, replays: %lld\n", g_k, static_cast<long long>(m->Report().replays));
   return 0;
 }
