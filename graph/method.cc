@@ -46,7 +46,36 @@ Method::Method(std::string name, MethodFn fn, std::optional<std::vector<Constant
       consensus_(std::move(consensus)),
       constants_(std::move(constants)) {}
 
-Method::~Method() = default;
+namespace {
+
+// Makes `device` current for a scope: releasing a device's graphs and memory
+// runs with that device current, whatever the caller's is.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device) {
+      restore_ = cudaSetDevice(device) == cudaSuccess;
+    }
+  }
+  ~DeviceGuard() {
+    if (restore_) (void)cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool restore_ = false;
+};
+
+}  // namespace
+
+Method::~Method() {
+  for (auto& m : instances_) {
+    DeviceGuard guard(m->device());
+    m.reset();
+  }
+}
 
 StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
   int device = 0;
@@ -75,6 +104,7 @@ Status Method::Release() {
   std::lock_guard<std::mutex> lock(mu_);
   Status first;
   for (auto& m : instances_) {
+    DeviceGuard guard(m->device());
     Status s = m->Release();
     if (first.ok()) first = s;
   }
@@ -87,6 +117,7 @@ Status Method::Release(std::vector<Constant> new_constants) {
   constants_ = new_constants;
   Status first;
   for (auto& m : instances_) {
+    DeviceGuard guard(m->device());
     Status s = m->Release(new_constants);
     if (first.ok()) first = s;
   }

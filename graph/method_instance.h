@@ -100,7 +100,6 @@ class MethodInstance {
   bool constants_checked_ = false;
   int warmups_done_ = 0;
   uint64_t next_capture_id_ = 0;
-  uint64_t use_clock_ = 0;
   std::vector<std::unique_ptr<GraphEntry>> graphs_;  // most recently used first
   GraphArena arena_;
   Stream capture_stream_;  // for calls on the legacy default stream
