@@ -813,6 +813,59 @@ TEST(ManagerGpuTest, OneMethodFromTwoThreadsIsSerialized) {
   EXPECT_EQ((*m)->Report().calls, 200);
 }
 
+// One Method driven on two devices keeps a graph, memory and streams per
+// device; each device's calls replay its own graph.
+TEST(ManagerGpuTest, OneMethodOnTwoDevicesKeepsAGraphPerDevice) {
+  ENCORE_REQUIRE_GPU();
+  int n = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, " << n << " visible";
+  MethodFlags f;
+  f.warmup_calls = 1;
+  Fixture fx(f);
+  auto m = fx.manager->Register(Affine("two_devices", nullptr));
+  ASSERT_TRUE(m.ok());
+  struct PerDevice {
+    cudaStream_t s = nullptr;
+    float* in = nullptr;
+    float* out = nullptr;
+  } d[2];
+  constexpr int64_t kLen = 512;
+  for (int dev = 0; dev < 2; ++dev) {
+    ASSERT_EQ(cudaSetDevice(dev), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&d[dev].s, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d[dev].in, kLen * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d[dev].out, kLen * 4), cudaSuccess);
+  }
+  for (int call = 0; call < 10; ++call) {
+    for (int dev = 0; dev < 2; ++dev) {
+      ASSERT_EQ(cudaSetDevice(dev), cudaSuccess);
+      std::vector<float> h = Iota(kLen, 1000.0f * dev + call);
+      ASSERT_EQ(cudaMemcpy(d[dev].in, h.data(), kLen * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      TensorRef ti = F32(d[dev].in, {kLen}), to = F32(d[dev].out, {kLen});
+      ASSERT_TRUE((*m)->Run({&ti, 1}, {&to, 1}, d[dev].s).ok()) << "device " << dev << " call " << call;
+      ASSERT_EQ(cudaStreamSynchronize(d[dev].s), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(h.data(), d[dev].out, kLen * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(h[7], (1000.0f * dev + call + 7) * 2 + 1) << "device " << dev << " call " << call;
+    }
+  }
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.devices, 2);
+  EXPECT_EQ(r.captures, 2);   // one per device
+  EXPECT_EQ(r.replays, 16);   // 8 per device
+  EXPECT_EQ(r.calls, 20);
+  ASSERT_TRUE((*m)->Release().ok());
+  EXPECT_EQ((*m)->Report().memory.reserved_bytes, 0u);
+  for (int dev = 0; dev < 2; ++dev) {
+    cudaSetDevice(dev);
+    cudaFree(d[dev].in);
+    cudaFree(d[dev].out);
+    cudaStreamDestroy(d[dev].s);
+  }
+  cudaSetDevice(0);
+}
+
 TEST(ManagerTest, RegisterRejectsBadSpecs) {
   auto mgr = Manager::Create();
   ASSERT_TRUE(mgr.ok());
