@@ -866,29 +866,6 @@ TEST(ManagerGpuTest, OneMethodOnTwoDevicesKeepsAGraphPerDevice) {
   cudaSetDevice(0);
 }
 
-TEST(ManagerTest, RegisterRejectsBadSpecs) {
-  auto mgr = Manager::Create();
-  ASSERT_TRUE(mgr.ok());
-  MethodSpec empty;
-  EXPECT_EQ((*mgr)->Register(empty).status().message(), "Register: the method name is empty");
-  MethodSpec nofn;
-  nofn.name = "x";
-  EXPECT_EQ((*mgr)->Register(nofn).status().message(), "Register: method 'x' has no fn");
-  MethodSpec nullc = Affine("y", nullptr);
-  nullc.constants = std::vector<Constant>{{"w", nullptr, 4}};
-  EXPECT_EQ((*mgr)->Register(nullc).status().message(),
-            "Register: method 'y': constant 0 ('w') has a null address");
-  ASSERT_TRUE((*mgr)->Register(Affine("z", nullptr)).ok());
-  auto dup = (*mgr)->Register(Affine("z", nullptr));
-  EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
-  MethodFlags bad;
-  bad.max_graphs = 0;
-  auto b = (*mgr)->Register(Affine("w", nullptr, bad));
-  EXPECT_EQ(b.status().message(), "Register: method 'w': max_graphs is 0, must be >= 1");
-  EXPECT_NE((*mgr)->Find("z"), nullptr);
-  EXPECT_EQ((*mgr)->Find("nope"), nullptr);
-}
-
 TEST(ManagerTest, FlagsTextOverridesAndMalformedTextFailsCreate) {
   ManagerOptions o;
   o.flags_text = "f:warmup=x";
@@ -916,15 +893,6 @@ TEST(ManagerTest, FlagsTextOverridesAndMalformedTextFailsCreate) {
   auto w = logs.Find("unknown_method_in_flags", "method", "ghost");
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->level, spdlog::level::warn);
-}
-
-TEST(ManagerTest, EnvironmentVariableIsReadWhenTextIsEmpty) {
-  setenv("ENCORE_METHOD_FLAGS", "*:checks=off,graphs=nope", 1);
-  auto bad = Manager::Create();
-  unsetenv("ENCORE_METHOD_FLAGS");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(),
-            "ENCORE_METHOD_FLAGS: method flags: bad token 'graphs=nope': graphs takes on or off");
 }
 
 }  // namespace
