@@ -119,30 +119,29 @@ void GraphArena::CommitCapture() {
   UpdatePeak();
 }
 
-Status GraphArena::AbortCapture() {
+Status GraphArena::FreeSlabs(const std::vector<AllocationLedger::Block>& blocks) {
   Status first;
-  for (const AllocationLedger::Block& b : ledger_.Abort(capture_id_)) {
+  for (const AllocationLedger::Block& b : blocks) {
     slabs_.erase(std::remove_if(slabs_.begin(), slabs_.end(), [&](const Slab& s) { return s.base == b.ptr; }),
                  slabs_.end());
     cudaError_t err = cuda().Free(b.ptr);
     if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFree));
   }
-  capture_id_ = 0;
   return first;
+}
+
+Status GraphArena::AbortCapture() {
+  Status s = FreeSlabs(ledger_.Abort(capture_id_));
+  capture_id_ = 0;
+  return s;
 }
 
 void GraphArena::DropGraph(uint64_t capture_id) { graph_used_.erase(capture_id); }
 
 Status GraphArena::ReleaseAll() {
-  Status first;
-  for (const AllocationLedger::Block& b : ledger_.TakeCommitted()) {
-    slabs_.erase(std::remove_if(slabs_.begin(), slabs_.end(), [&](const Slab& s) { return s.base == b.ptr; }),
-                 slabs_.end());
-    cudaError_t err = cuda().Free(b.ptr);
-    if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFree));
-  }
+  Status s = FreeSlabs(ledger_.TakeCommitted());
   graph_used_.clear();
-  return first;
+  return s;
 }
 
 size_t GraphArena::GraphLiveBytes() const {

@@ -82,6 +82,8 @@ class GraphArena {
   };
   // Allocates a slab with the thread's capture mode relaxed when `in_capture`.
   Status AddSlab(size_t bytes, bool in_capture);
+  // Forgets and frees slabs the ledger handed back; the first error wins.
+  Status FreeSlabs(const std::vector<AllocationLedger::Block>& blocks);
   void UpdatePeak();
   size_t GraphLiveBytes() const;
 

@@ -102,10 +102,14 @@ Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef>
 
 Status Method::Release() {
   std::lock_guard<std::mutex> lock(mu_);
+  return ReleaseInstances(nullptr);
+}
+
+Status Method::ReleaseInstances(const std::vector<Constant>* new_constants) {
   Status first;
   for (auto& m : instances_) {
     DeviceGuard guard(m->device());
-    Status s = m->Release();
+    Status s = new_constants ? m->Release(*new_constants) : m->Release();
     if (first.ok()) first = s;
   }
   return first;
@@ -115,13 +119,7 @@ Status Method::Release(std::vector<Constant> new_constants) {
   ENCORE_RETURN_IF_ERROR(ValidateConstants(name_, new_constants));
   std::lock_guard<std::mutex> lock(mu_);
   constants_ = new_constants;
-  Status first;
-  for (auto& m : instances_) {
-    DeviceGuard guard(m->device());
-    Status s = m->Release(new_constants);
-    if (first.ok()) first = s;
-  }
-  return first;
+  return ReleaseInstances(&new_constants);
 }
 
 Status Method::Synchronize(cudaStream_t stream) {

@@ -123,6 +123,9 @@ class Method {
   Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
          EventLog log, std::function<void()> on_first_run, std::shared_ptr<RankConsensus> consensus);
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
+  // Releases every device's instance, handing it `new_constants` if given.
+  // Called with mu_ held.
+  Status ReleaseInstances(const std::vector<Constant>* new_constants);
 
   const std::string name_;
   const MethodFn fn_;

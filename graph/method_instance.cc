@@ -367,6 +367,9 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
   // Every failure before the first launch is this rank's "no" in the vote
   // the other ranks cast just before their first launch.
   auto fail = [&](CaptureStage stage, const Status& s, bool cuda_capture_error) {
+    // Frees exactly what this capture allocated; nothing if it allocated
+    // nothing or its arena capture never began.
+    (void)arena_.AbortCapture();
     CaptureFailure f = ClassifyCaptureFailure(stage, s, cuda_capture_error, /*graph_launched=*/false);
     if (consensus_ && stage != CaptureStage::kFirstLaunch) (void)Vote(f.reason, "first launch");
     return HandleCaptureFailure(f, inputs, outputs, stream, index);
@@ -393,11 +396,9 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
     return OkStatus();
   };
   if (Status s = make_static(inputs, entry->static_inputs); !s.ok()) {
-    (void)arena_.AbortCapture();
     return fail(CaptureStage::kBegin, s, false);
   }
   if (Status s = make_static(outputs, entry->static_outputs); !s.ok()) {
-    (void)arena_.AbortCapture();
     return fail(CaptureStage::kBegin, s, false);
   }
   // The table through which head nodes tell tail nodes where the caller's
@@ -406,7 +407,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
   if (flags_.copy_outputs && !outputs.empty()) {
     StatusOr<void*> t = arena_.AllocateCapture(outputs.size() * sizeof(void*));
     if (!t.ok()) {
-      (void)arena_.AbortCapture();
       return fail(CaptureStage::kBegin, t.status(), false);
     }
     out_table = static_cast<void**>(*t);
@@ -414,7 +414,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
   if (!last_launch_event_) {
     StatusOr<Event> e = Event::Create();
     if (!e.ok()) {
-      (void)arena_.AbortCapture();
       return fail(CaptureStage::kBegin, e.status(), false);
     }
     last_launch_event_ = *std::move(e);
@@ -423,7 +422,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
   // where allocating it would invalidate the capture.
   if (flags_.checks == CheckMode::kRecord) {
     if (Status s = EnsureCheckState(); !s.ok()) {
-      (void)arena_.AbortCapture();
       return fail(CaptureStage::kBegin, s, false);
     }
   }
@@ -433,7 +431,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
     if (err == cudaSuccess) err = cuda().MemsetAsync(p, 0, sizeof(unsigned long long), stream);
     if (err != cudaSuccess) {
       if (p) (void)cuda().Free(p);
-      (void)arena_.AbortCapture();
       return fail(CaptureStage::kBegin, CudaStatus(err, "device check sequence counter"), false);
     }
     device_sequence_ = static_cast<unsigned long long*>(p);
@@ -446,7 +443,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
     if (!capture_stream_) {
       StatusOr<Stream> st = Stream::Create();
       if (!st.ok()) {
-        (void)arena_.AbortCapture();
         return fail(CaptureStage::kBegin, st.status(), false);
       }
       capture_stream_ = *std::move(st);
@@ -464,7 +460,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
     shims::ScopedThreadCapture thread_capture;
     StatusOr<StreamCapture> cap = StreamCapture::Begin(cs);
     if (!cap.ok()) {
-      (void)arena_.AbortCapture();
       return fail(CaptureStage::kBegin, cap.status(), false);
     }
     // Head nodes stage the inputs and publish the output addresses (always
@@ -556,14 +551,12 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
     }
   }
   if (!failure.ok()) {
-    (void)arena_.AbortCapture();
     return fail(failed_at, failure, capture_error);
   }
   if (StatusOr<size_t> n = graph->NodeCount(); n.ok()) entry->nodes = *n;
   for (HeadNode& h : entry->template_heads) {
     cudaKernelNodeParams p{};
     if (cudaError_t err = cuda().GraphKernelNodeGetParams(h.node, &p); err != cudaSuccess) {
-      (void)arena_.AbortCapture();
       return fail(CaptureStage::kEndCapture, CudaStatus(err, CudaCallName(CudaCall::kGraphKernelNodeGetParams)), false);
     }
     h.launch = p;
@@ -593,7 +586,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
   if (!updated) {
     StatusOr<GraphExec> exec = GraphExec::Instantiate(*entry->graph);
     if (!exec.ok()) {
-      (void)arena_.AbortCapture();
       return fail(CaptureStage::kInstantiate, exec.status(), false);
     }
     ++counters_.instantiations;
@@ -616,7 +608,6 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
   if (Status s = LaunchGraph(entry->variants.front().exec, stream, index); !s.ok()) {
     // cudaGraphLaunch returned an error, so nothing of the graph ran and the
     // eager retry cannot apply the call twice.
-    (void)arena_.AbortCapture();
     return fail(CaptureStage::kFirstLaunch, s, false);
   }
   arena_.CommitCapture();
