@@ -26,7 +26,7 @@ namespace {
 using testing::DeviceBuffer;
 constexpr int64_t kN = 256;
 
-enum class Fault { kNone, kRefuseCapture, kHostConstant };
+enum class Fault { kNone, kRefuseCapture, kHostConstant, kMoreWarmups };
 
 struct RankResult {
   MethodReport report;
@@ -53,7 +53,7 @@ RankResult RunRank(std::shared_ptr<RankConsensus> consensus, Fault fault, int ca
   spec.constants = std::vector<Constant>{};
   if (fault == Fault::kHostConstant) spec.constants->push_back({"flag", host_flag, sizeof(int)});
   MethodFlags f;
-  f.warmup_calls = 2;
+  f.warmup_calls = fault == Fault::kMoreWarmups ? 4 : 2;
   spec.flags = f;
   spec.fn = [fault](Call& c) -> Status {
     if (fault == Fault::kRefuseCapture && c.kind() == CallKind::kCapture) return CaptureRefusal("rank refuses");
@@ -143,6 +143,26 @@ TEST(ConsensusGpuTest, OneRankWithAHostConstantMakesEveryRankEager) {
   EXPECT_NE(res[1].report.graphs_off_reason.find("constant 'flag'"), std::string::npos);
 }
 
+TEST(ConsensusGpuTest, RanksWithDifferentFlagsRunEagerlyFromTheFirstCall) {
+  ENCORE_REQUIRE_GPU();
+  auto start = std::chrono::steady_clock::now();
+  auto res = RunRanks(2, Fault::kMoreWarmups);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15)) << "a rank waited for a vote";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(res[r].errors, 0) << r;
+    EXPECT_EQ(res[r].wrong, 0) << r;
+    EXPECT_EQ(res[r].report.captures, 0) << r;
+    EXPECT_EQ(res[r].report.warmup_calls, 0) << r;
+    EXPECT_EQ(res[r].report.eager_calls, 8) << r;
+    EXPECT_EQ(res[r].report.phase, MethodPhase::kEager) << r;
+  }
+  EXPECT_EQ(res[0].report.graphs_off_reason,
+            "the ranks run 'tp' with different flags (this rank: graphs=on,warmup=2,on_new_shape=refuse,max_graphs=4); "
+            "graphs are off on every rank so that their votes stay in step");
+  EXPECT_NE(res[1].report.graphs_off_reason.find("this rank: graphs=on,warmup=4,"), std::string::npos)
+      << res[1].report.graphs_off_reason;
+}
+
 // ---- NCCL
 
 struct NcclRank {
@@ -153,8 +173,9 @@ struct NcclRank {
 };
 
 // Each rank: y = all_reduce_sum(x * 2 + 1) + 1 over `ranks` ranks, where rank
-// r's x[i] = call + i + r. Rank `refuse` refuses its capture (-1: none).
-NcclRank RunNcclRank(ncclComm_t comm, int ranks, int rank, int refuse, int calls) {
+// r's x[i] = call + i + r. Rank `refuse` refuses its capture (-1: none);
+// rank `odd` warms up 4 calls instead of 3 (-1: none).
+NcclRank RunNcclRank(ncclComm_t comm, int ranks, int rank, int refuse, int calls, int odd) {
   NcclRank res;
   auto fail = [&](const std::string& e) {
     ++res.errors;
@@ -172,6 +193,9 @@ NcclRank RunNcclRank(ncclComm_t comm, int ranks, int rank, int refuse, int calls
   MethodSpec spec;
   spec.name = "allreduce";
   spec.constants = std::vector<Constant>{};
+  MethodFlags flags;
+  flags.warmup_calls = rank == odd ? 4 : 3;
+  spec.flags = flags;
   spec.fn = [comm, rank, refuse](Call& c) -> Status {
     if (rank == refuse && c.kind() == CallKind::kCapture) return CaptureRefusal("this rank refuses");
     float* y = static_cast<float*>(c.output(0).data);
@@ -218,7 +242,7 @@ NcclRank RunNcclRank(ncclComm_t comm, int ranks, int rank, int refuse, int calls
   return res;
 }
 
-std::vector<NcclRank> RunNccl(int ranks, int refuse, int calls) {
+std::vector<NcclRank> RunNccl(int ranks, int refuse, int calls, int odd = -1) {
   std::vector<int> devs(ranks);
   for (int r = 0; r < ranks; ++r) devs[r] = r;
   std::vector<ncclComm_t> comms(ranks);
@@ -233,7 +257,7 @@ std::vector<NcclRank> RunNccl(int ranks, int refuse, int calls) {
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       cudaSetDevice(r);
-      res[r] = RunNcclRank(comms[r], ranks, r, refuse, calls);
+      res[r] = RunNcclRank(comms[r], ranks, r, refuse, calls, odd);
     });
   }
   for (auto& t : threads) t.join();
@@ -264,6 +288,12 @@ TEST(NcclGpuTest, NcclVotesAgreeOnlyWhenAllSayYes) {
   EXPECT_TRUE(*(*c)->AllAgree(true, "test"));
   EXPECT_FALSE(*(*c)->AllAgree(false, "test"));
   EXPECT_TRUE(*(*c)->AllAgree(true, "test"));
+  // Four 64-bit values travel whole (the top bits too).
+  auto m = (*c)->AllMin({UINT64_MAX, 0, 1ull << 63, 12345}, "test");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(*m, (std::vector<uint64_t>{UINT64_MAX, 0, 1ull << 63, 12345}));
+  EXPECT_TRUE(*(*c)->AllEqual(0xfeedfacecafebeefull, "test"));
+  EXPECT_EQ((*c)->AllMin(std::vector<uint64_t>(5, 0), "test").status().code(), StatusCode::kInvalidArgument);
   c->reset();
   ncclCommDestroy(comm);
 }
@@ -281,6 +311,27 @@ TEST(NcclGpuTest, RefusalOnOneRankMakesEveryRankEagerAcrossGpus) {
     EXPECT_EQ(res[r].wrong, 0) << r;
     EXPECT_EQ(res[r].report.captures, 0) << r;
     EXPECT_EQ(res[r].report.phase, MethodPhase::kEager) << r;
+  }
+}
+
+// Without the flags vote at the first call, rank 0 would vote on its capture
+// at call 4 while rank 1 ran call 4's all-reduce eagerly: NCCL would pair the
+// vote with that all-reduce and both ranks would hang or read garbage.
+TEST(NcclGpuTest, RanksWithDifferentWarmupsRunEagerlyAcrossGpus) {
+  ENCORE_REQUIRE_GPU();
+  int n = 0;
+  cudaGetDeviceCount(&n);
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs, " << n << " visible (ConsensusGpuTest covers the rule with threads)";
+  auto start = std::chrono::steady_clock::now();
+  auto res = RunNccl(n, /*refuse=*/-1, 10, /*odd=*/n - 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(res[r].errors, 0) << "rank " << r << ": " << res[r].first_error;
+    EXPECT_EQ(res[r].wrong, 0) << r;
+    EXPECT_EQ(res[r].report.captures, 0) << r;
+    EXPECT_EQ(res[r].report.eager_calls, 10) << r;
+    EXPECT_NE(res[r].report.graphs_off_reason.find("different flags"), std::string::npos)
+        << r << ": " << res[r].report.graphs_off_reason;
   }
 }
 

@@ -119,6 +119,9 @@ Status MethodInstance::Run(std::span<const TensorRef> inputs, std::span<const Te
       return Replay(*graphs_.front(), inputs, outputs, stream, index);
     }
   }
+  // Before validation: every rank must cast this vote at its first call, even
+  // one whose first call is rejected.
+  if (consensus_ && !flags_compared_) CompareFlagsAcrossRanks();
   ENCORE_RETURN_IF_ERROR(ValidateArgs(inputs, outputs));
 
   size_t match = graphs_.size();
@@ -238,6 +241,26 @@ std::string MethodInstance::CheckConstants() {
     }
   }
   return {};
+}
+
+void MethodInstance::CompareFlagsAcrossRanks() {
+  flags_compared_ = true;
+  const std::string mine = DecisionFlagsText(flags_);
+  StatusOr<bool> same = consensus_->AllEqual(DecisionFlagsFingerprint(flags_), "flags of '" + name_ + "'");
+  if (!same.ok()) {
+    log_.Error("vote_failed", {{"method", name_}, {"what", "flags"}, {"error", same.status().message()}});
+    TurnGraphsOff("the ranks could not compare the flags of '" + name_ + "': " + std::string(same.status().message()),
+                  counters_.calls);
+    return;
+  }
+  if (!*same) {
+    log_.Warn("flags_differ", {{"method", name_}, {"rank", consensus_->rank()}, {"flags", mine}});
+    TurnGraphsOff("the ranks run '" + name_ + "' with different flags (this rank: " + mine +
+                      "); graphs are off on every rank so that their votes stay in step",
+                  counters_.calls);
+    return;
+  }
+  log_.Debug("flags_agreed", {{"method", name_}, {"rank", consensus_->rank()}, {"flags", mine}});
 }
 
 std::string MethodInstance::Vote(std::string veto, std::string_view what) {

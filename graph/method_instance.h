@@ -77,6 +77,9 @@ class MethodInstance {
   // Casts this rank's vote (`veto` empty = yes) and returns why graphs must
   // go off: `veto`, another rank's no, or a failed vote; empty when all agree.
   std::string Vote(std::string veto, std::string_view what);
+  // At the first call, with several ranks: turns graphs off on every rank
+  // when their decision flags differ, since their votes would fall out of step.
+  void CompareFlagsAcrossRanks();
   void TurnGraphsOff(std::string reason, int64_t index);
   void SetPhase(MethodPhase to, int64_t index);
   void DropGraph(size_t i);
@@ -98,6 +101,7 @@ class MethodInstance {
   bool graphs_off_ = false;
   std::string graphs_off_reason_;
   bool constants_checked_ = false;
+  bool flags_compared_ = false;
   int warmups_done_ = 0;
   uint64_t next_capture_id_ = 0;
   std::vector<std::unique_ptr<GraphEntry>> graphs_;  // most recently used first

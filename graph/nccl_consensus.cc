@@ -1,5 +1,6 @@
 #include "encore/graph/nccl_consensus.h"
 
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -26,11 +27,11 @@ StatusOr<std::shared_ptr<NcclConsensus>> NcclConsensus::Create(ncclComm_t comm, 
   ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommCuDevice(comm, &c->device_), "ncclCommCuDevice"));
   ENCORE_ASSIGN_OR_RETURN(c->stream_, Stream::Create());
   void* d = nullptr;
-  ENCORE_CUDA_CALL(Malloc, &d, sizeof(int));
-  c->device_vote_ = static_cast<int*>(d);
+  ENCORE_CUDA_CALL(Malloc, &d, kMaxValues * sizeof(uint64_t));
+  c->device_vote_ = static_cast<uint64_t*>(d);
   void* h = nullptr;
-  ENCORE_CUDA_CALL(HostAlloc, &h, sizeof(int), cudaHostAllocDefault);
-  c->host_vote_ = static_cast<int*>(h);
+  ENCORE_CUDA_CALL(HostAlloc, &h, kMaxValues * sizeof(uint64_t), cudaHostAllocDefault);
+  c->host_vote_ = static_cast<uint64_t*>(h);
   return c;
 }
 
@@ -39,15 +40,20 @@ NcclConsensus::~NcclConsensus() {
   if (host_vote_) (void)cuda().FreeHost(host_vote_);
 }
 
-StatusOr<bool> NcclConsensus::AllAgree(bool vote, std::string_view what) {
+StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> values, std::string_view what) {
   const std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+  if (values.empty() || values.size() > kMaxValues) {
+    return InvalidArgumentError(who + ": vote on " + std::string(what) + " has " + std::to_string(values.size()) +
+                                " values, must have 1 to " + std::to_string(kMaxValues));
+  }
   if (aborted_) return FailedPreconditionError(who + ": an earlier vote timed out and aborted the communicator");
-  *host_vote_ = vote ? 1 : 0;
+  const size_t n = values.size();
+  std::copy(values.begin(), values.end(), host_vote_);
   cudaStream_t s = stream_.get();
-  ENCORE_CUDA_CALL(MemcpyAsync, device_vote_, host_vote_, sizeof(int), cudaMemcpyHostToDevice, s);
-  ENCORE_RETURN_IF_ERROR(
-      NcclStatus(ncclAllReduce(device_vote_, device_vote_, 1, ncclInt32, ncclMin, comm_, s), "ncclAllReduce (vote)"));
-  ENCORE_CUDA_CALL(MemcpyAsync, host_vote_, device_vote_, sizeof(int), cudaMemcpyDeviceToHost, s);
+  ENCORE_CUDA_CALL(MemcpyAsync, device_vote_, host_vote_, n * sizeof(uint64_t), cudaMemcpyHostToDevice, s);
+  ENCORE_RETURN_IF_ERROR(NcclStatus(ncclAllReduce(device_vote_, device_vote_, n, ncclUint64, ncclMin, comm_, s),
+                                    "ncclAllReduce (vote)"));
+  ENCORE_CUDA_CALL(MemcpyAsync, host_vote_, device_vote_, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, s);
   // Poll rather than block: a rank that never votes must end in an error,
   // not a hang.
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -68,7 +74,7 @@ StatusOr<bool> NcclConsensus::AllAgree(bool vote, std::string_view what) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  return *host_vote_ == 1;
+  return std::vector<uint64_t>(host_vote_, host_vote_ + n);
 }
 
 }  // namespace encore

@@ -1,5 +1,5 @@
-// NcclConsensus: RankConsensus over NCCL itself. A vote is a one-integer
-// all-reduce (minimum) on the communicator the method's collectives use, on
+// NcclConsensus: RankConsensus over NCCL itself. A vote is an all-reduce
+// (minimum) of at most four 64-bit integers on the communicator the method's collectives use, on
 // a stream of its own, so ranks agree through the same channel their
 // collectives travel and no second one has to be set up.
 #ifndef ENCORE_GRAPH_NCCL_CONSENSUS_H_
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "encore/core/status.h"
 #include "encore/core/stream.h"
@@ -27,7 +28,7 @@ class NcclConsensus : public RankConsensus {
   static StatusOr<std::shared_ptr<NcclConsensus>> Create(ncclComm_t comm, std::chrono::milliseconds timeout);
   ~NcclConsensus() override;
 
-  StatusOr<bool> AllAgree(bool vote, std::string_view what) override;
+  StatusOr<std::vector<uint64_t>> AllMin(std::vector<uint64_t> values, std::string_view what) override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
@@ -40,8 +41,8 @@ class NcclConsensus : public RankConsensus {
   int size_ = 1;
   std::chrono::milliseconds timeout_{0};
   Stream stream_;
-  int* device_vote_ = nullptr;
-  int* host_vote_ = nullptr;  // pinned
+  uint64_t* device_vote_ = nullptr;  // kMaxValues
+  uint64_t* host_vote_ = nullptr;    // kMaxValues, pinned
   bool aborted_ = false;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <string>
 
 namespace encore {
 namespace {
@@ -51,6 +52,21 @@ bool ValidName(std::string_view n) {
 }
 
 }  // namespace
+
+std::string DecisionFlagsText(const MethodFlags& flags) {
+  return std::string("graphs=") + (flags.graphs ? "on" : "off") + ",warmup=" + std::to_string(flags.warmup_calls) +
+         ",on_new_shape=" + std::string(ShapePolicyName(flags.on_new_shape)) +
+         ",max_graphs=" + std::to_string(flags.max_graphs);
+}
+
+uint64_t DecisionFlagsFingerprint(const MethodFlags& flags) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : DecisionFlagsText(flags)) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
 
 std::string_view ShapePolicyName(ShapePolicy p) {
   switch (p) {

@@ -4,6 +4,7 @@
 #ifndef ENCORE_POLICY_METHOD_FLAGS_H_
 #define ENCORE_POLICY_METHOD_FLAGS_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,17 @@ struct MethodFlags {
 
   friend bool operator==(const MethodFlags&, const MethodFlags&) = default;
 };
+
+// The flags that decide when a method captures, replays, refuses or runs
+// eagerly, as text ("graphs=on,warmup=3,on_new_shape=refuse,max_graphs=4").
+// Ranks that vote on captures must agree on these: with different warmups,
+// one rank votes while another runs an eager collective, and NCCL pairs the
+// vote with that collective. checks and copy_outputs are left out: they
+// change no decision.
+std::string DecisionFlagsText(const MethodFlags& flags);
+// A 64-bit FNV-1a hash of DecisionFlagsText, stable across processes and
+// builds, so ranks can compare it in one all-reduce.
+uint64_t DecisionFlagsFingerprint(const MethodFlags& flags);
 
 // Checks ranges (warmup_calls >= 0, max_graphs >= 1); `what` names the owner.
 Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);

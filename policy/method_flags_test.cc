@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace encore {
 namespace {
 
@@ -102,6 +104,46 @@ TEST(MethodFlagsTest, DefaultsAreTheSpecs) {
   EXPECT_EQ(f.on_new_shape, ShapePolicy::kRefuse);
   EXPECT_EQ(f.checks, CheckMode::kRecord);
   EXPECT_TRUE(f.copy_outputs);
+}
+
+TEST(MethodFlagsTest, DecisionFlagsTextNamesTheDecidingFlags) {
+  MethodFlags f;
+  EXPECT_EQ(DecisionFlagsText(f), "graphs=on,warmup=3,on_new_shape=refuse,max_graphs=4");
+  f.graphs = false;
+  f.warmup_calls = 0;
+  f.on_new_shape = ShapePolicy::kRecapture;
+  f.max_graphs = 9;
+  EXPECT_EQ(DecisionFlagsText(f), "graphs=off,warmup=0,on_new_shape=recapture,max_graphs=9");
+}
+
+TEST(MethodFlagsTest, FingerprintChangesWithEachDecidingFlagOnly) {
+  const MethodFlags base;
+  const uint64_t h = DecisionFlagsFingerprint(base);
+  // Pinned: ranks built apart must compute the same number.
+  EXPECT_EQ(h, DecisionFlagsFingerprint(MethodFlags{}));
+  std::vector<MethodFlags> changed(4, base);
+  changed[0].graphs = false;
+  changed[1].warmup_calls = 2;
+  changed[2].on_new_shape = ShapePolicy::kEager;
+  changed[3].max_graphs = 5;
+  for (size_t i = 0; i < changed.size(); ++i) {
+    EXPECT_NE(DecisionFlagsFingerprint(changed[i]), h) << i;
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(DecisionFlagsFingerprint(changed[i]), DecisionFlagsFingerprint(changed[j]));
+  }
+  MethodFlags same = base;
+  same.checks = CheckMode::kTrap;
+  same.copy_outputs = false;
+  EXPECT_EQ(DecisionFlagsFingerprint(same), h);
+}
+
+TEST(MethodFlagsTest, FingerprintIsFnv1aOfTheText) {
+  // FNV-1a 64 of "graphs=off,warmup=0,on_new_shape=refuse,max_graphs=1",
+  // computed independently (Python) so a change of hash is seen.
+  MethodFlags f;
+  f.graphs = false;
+  f.warmup_calls = 0;
+  f.max_graphs = 1;
+  EXPECT_EQ(DecisionFlagsFingerprint(f), 0xcd8f32c3a1805958ull);
 }
 
 }  // namespace

@@ -7,20 +7,26 @@
 // So every such decision is a vote that every rank casts at the same point:
 // all capture or none.
 //
-// Votes are collective: each rank calls AllAgree the same number of times in
-// the same order (true when ranks run the same methods with the same flags,
-// the usual tensor-parallel setup). Refusals of a new shape need no vote:
-// ranks of one tensor-parallel group see the same shapes, so they refuse
-// together. Pure interface, no CUDA: NcclConsensus (graph/) implements it
-// over NCCL, ThreadConsensus (below) for ranks that are threads.
+// Votes are collective: each rank votes the same number of times in the
+// same order. That holds when ranks run the same methods with the same
+// decision flags on the same shapes, the usual tensor-parallel setup; the
+// flags are checked, since a per-rank ENCORE_METHOD_FLAGS can differ: at a
+// method's first call (a point every rank reaches whatever its flags) the
+// ranks compare DecisionFlagsFingerprint and, if any differ, every rank turns
+// graphs off for that method. Refusals of a new shape need no vote: with
+// equal flags and shapes every rank refuses the same call. Pure interface,
+// no CUDA: NcclConsensus (graph/) implements it over NCCL, ThreadConsensus
+// (below) for ranks that are threads.
 #ifndef ENCORE_POLICY_RANK_CONSENSUS_H_
 #define ENCORE_POLICY_RANK_CONSENSUS_H_
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "encore/core/status.h"
 
@@ -28,11 +34,21 @@ namespace encore {
 
 class RankConsensus {
  public:
+  // The most values one AllMin takes: a vote is a few flags, not data.
+  static constexpr size_t kMaxValues = 4;
+
   virtual ~RankConsensus() = default;
-  // True when every rank voted true. `what` names the decision for logs
-  // and errors. A rank that does not vote in time is an error
-  // (kDeadlineExceeded), never a hang.
-  virtual StatusOr<bool> AllAgree(bool vote, std::string_view what) = 0;
+  // The element-wise minimum of every rank's `values`; every rank passes
+  // the same number (1 to kMaxValues, else InvalidArgument). `what` names
+  // the decision for logs and errors. A rank that does not vote in time is
+  // an error (kDeadlineExceeded), never a hang.
+  virtual StatusOr<std::vector<uint64_t>> AllMin(std::vector<uint64_t> values, std::string_view what) = 0;
+
+  // True when every rank voted true: one AllMin.
+  StatusOr<bool> AllAgree(bool vote, std::string_view what);
+  // True when every rank passed the same `value`: one AllMin of {value,
+  // ~value}, whose second minimum is the complement of the maximum.
+  StatusOr<bool> AllEqual(uint64_t value, std::string_view what);
   virtual int rank() const = 0;
   virtual int size() const = 0;
 };
@@ -54,8 +70,8 @@ class ThreadConsensus {
     int ranks;
     std::chrono::milliseconds timeout;
     int arrived = 0;
-    bool all = true;
-    bool result = true;
+    std::vector<uint64_t> min;     // this round's minimum so far
+    std::vector<uint64_t> result;  // the last round's
     unsigned long long round = 0;
     bool broken = false;  // a vote timed out: the ranks are out of step
   };

@@ -1,0 +1,314 @@
+// tp_bench: a tensor-parallel step on every visible GPU (one rank per GPU,
+// threads, one NCCL communicator), encore against eager and a raw CUDA graph.
+//
+// The work of one call, for (K, N) with K even, on rank r:
+//   y = x * (r + 1); K/2 - 1 kernels of y += 1; all-reduce(sum) of y;
+//   K/2 kernels of y += 1
+// for (K, N) in {(2, 4096), (16, 4096), (16, 1M)}, with the caller's x and y
+// rotating between 2 buffers each:
+//   eager    the work launched on the caller's buffers
+//   raw      a CUDA graph of the work captured by hand over fixed buffers,
+//            cudaGraphLaunch only (the floor: no staging, buffers never move)
+//   encore   Method::Run with an NcclConsensus (3 warmups, the vote, a
+//            capture, then replays that stage the moving buffers)
+// CPU us/call: time to submit N calls (no sync) / N; end-to-end us/call:
+// submit + sync / N; median of 7 repeats, the variants taking turns per
+// repeat and the ranks starting each repeat together. The table shows the
+// slowest rank (a step is as slow as its slowest rank); the JSON has every
+// rank. bench/torch_tp_bench.py measures PyTorch's side of the same work.
+//
+//   bench/tp_bench [--json PATH] [--quick]
+// writes JSON to PATH (default ./tp_results.json) and copies to $OUT and
+// $RESULTS when set. Exits 77 without a GPU, 1 if a result is wrong.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "encore/encore.h"
+#include "encore/examples/example_util.h"
+#include "encore/graph/nccl_consensus.h"
+#include "encore/tests/test_kernels.h"
+
+namespace ex = encore::examples;
+using encore::testing::LaunchAffine;
+using encore::testing::LaunchIncrementK;
+
+namespace {
+
+struct Config {
+  int k;
+  int64_t n;
+  int calls;
+};
+const Config kConfigs[] = {{2, 4096, 1000}, {16, 4096, 1000}, {16, 1 << 20, 300}};
+const char* const kVariants[] = {"eager", "raw", "encore"};
+
+std::mutex g_mu;
+std::vector<std::string> g_errors;
+void Error(const std::string& what) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::fprintf(stderr, "tp_bench: ERROR: %s\n", what.c_str());
+  g_errors.push_back(what);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+cudaError_t Nccl(ncclResult_t r) { return r == ncclSuccess ? cudaSuccess : cudaErrorUnknown; }
+
+// The work of one call, on rank `rank`, reading x and writing y.
+cudaError_t LaunchWork(const float* x, float* y, const Config& c, int rank, ncclComm_t comm, cudaStream_t s) {
+  cudaError_t e = LaunchAffine(x, y, rank + 1.0f, 0.0f, c.n, s);
+  if (e == cudaSuccess && c.k / 2 > 1) e = LaunchIncrementK(y, c.n, c.k / 2 - 1, s);
+  if (e == cudaSuccess) e = Nccl(ncclAllReduce(y, y, c.n, ncclFloat, ncclSum, comm, s));
+  if (e == cudaSuccess) e = LaunchIncrementK(y, c.n, c.k / 2, s);
+  return e;
+}
+
+struct Timing {
+  double cpu_us = 0;
+  double e2e_us = 0;
+};
+using Results = std::map<std::string, std::vector<Timing>>;  // variant -> per rank
+
+struct Shared {
+  int ranks;
+  std::vector<ncclComm_t> comms;
+  std::barrier<> sync;
+  std::vector<Results> results;  // per config
+  bool quick;
+};
+
+// Every element of y should be (j % 97) * S + R * (K/2 - 1) + K/2.
+void ExpectOutput(const float* y, const Config& c, int ranks, int rank, cudaStream_t s, const std::string& variant) {
+  std::vector<float> h(c.n);
+  EX_CUDA(cudaMemcpyAsync(h.data(), y, c.n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  EX_CUDA(cudaStreamSynchronize(s));
+  const float scale_sum = ranks * (ranks + 1) / 2.0f;
+  for (int64_t j = 0; j < c.n; ++j) {
+    const float want = (j % 97) * scale_sum + ranks * (c.k / 2 - 1.0f) + c.k / 2.0f;
+    if (h[j] != want) {
+      Error("rank " + std::to_string(rank) + ", K=" + std::to_string(c.k) + " N=" + std::to_string(c.n) + ", " +
+            variant + ": y[" + std::to_string(j) + "] is " + std::to_string(h[j]) + ", expected " +
+            std::to_string(want));
+      return;
+    }
+  }
+}
+
+void RunRank(Shared& sh, int rank) {
+  EX_CUDA(cudaSetDevice(rank));
+  ncclComm_t comm = sh.comms[rank];
+  auto consensus = EX_OK(encore::NcclConsensus::Create(comm, std::chrono::seconds(60)));
+  encore::ManagerOptions options;
+  options.consensus = consensus;
+  options.logger = std::make_shared<spdlog::logger>("tp_bench_quiet");
+  auto manager = EX_OK(encore::Manager::Create(options));
+  cudaStream_t s;
+  EX_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int repeats = sh.quick ? 2 : 7;
+
+  for (size_t ci = 0; ci < std::size(kConfigs); ++ci) {
+    Config c = kConfigs[ci];
+    if (sh.quick) c.calls = 50;
+    const size_t bytes = c.n * sizeof(float);
+    float *x[2], *y[2], *fx, *fy;
+    std::vector<float> h(c.n);
+    for (int64_t j = 0; j < c.n; ++j) h[j] = static_cast<float>(j % 97);
+    for (float** p : {&x[0], &x[1], &y[0], &y[1], &fx, &fy}) EX_CUDA(cudaMalloc(p, bytes));
+    for (float* p : {x[0], x[1], fx}) EX_CUDA(cudaMemcpy(p, h.data(), bytes, cudaMemcpyHostToDevice));
+
+    // raw: captured by hand over the fixed buffers fx, fy. Thread-local
+    // capture: the other ranks' threads capture at the same time.
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    EX_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    EX_CUDA(LaunchWork(fx, fy, c, rank, comm, s));
+    EX_CUDA(cudaStreamEndCapture(s, &graph));
+    EX_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+    encore::MethodSpec spec;
+    spec.name = "tp_step_k" + std::to_string(c.k) + "_n" + std::to_string(c.n);
+    spec.constants = std::vector<encore::Constant>{};
+    spec.fn = [c, rank, comm](encore::Call& call) -> encore::Status {
+      return ex::FromCuda(LaunchWork(static_cast<const float*>(call.input(0).data),
+                                     static_cast<float*>(call.output(0).data), c, rank, comm, call.stream()),
+                          "tp step");
+    };
+    encore::Method* method = EX_OK(manager->Register(std::move(spec)));
+
+    std::vector<std::pair<std::string, std::function<void(int)>>> variants = {
+        {"eager", [&](int i) { EX_CUDA(LaunchWork(x[i % 2], y[i % 2], c, rank, comm, s)); }},
+        {"raw", [&](int) { EX_CUDA(cudaGraphLaunch(exec, s)); }},
+        {"encore",
+         [&](int i) {
+           encore::TensorRef in = ex::Floats(x[i % 2], {c.n}), out = ex::Floats(y[i % 2], {c.n});
+           EX_OK(method->Run({&in, 1}, {&out, 1}, s));
+         }},
+    };
+    std::map<std::string, std::vector<double>> cpu, e2e;
+    for (auto& [name, call] : variants) {
+      for (int i = 0; i < 20; ++i) call(i);
+    }
+    EX_CUDA(cudaStreamSynchronize(s));
+    for (int r = 0; r < repeats; ++r) {
+      for (auto& [name, call] : variants) {
+        EX_CUDA(cudaStreamSynchronize(s));
+        sh.sync.arrive_and_wait();
+        double t0 = ex::NowMicros();
+        for (int i = 0; i < c.calls; ++i) call(i);
+        double t1 = ex::NowMicros();
+        EX_CUDA(cudaStreamSynchronize(s));
+        double t2 = ex::NowMicros();
+        cpu[name].push_back((t1 - t0) / c.calls);
+        e2e[name].push_back((t2 - t0) / c.calls);
+      }
+    }
+    // The last calls of eager and encore wrote y[(calls - 1) % 2]; check
+    // both buffers after one more call each, and raw's fixed output.
+    for (int i = 0; i < 2; ++i) {
+      EX_CUDA(cudaMemsetAsync(y[i], 0, bytes, s));
+      variants[0].second(i);
+    }
+    for (int i = 0; i < 2; ++i) ExpectOutput(y[i], c, sh.ranks, rank, s, "eager");
+    for (int i = 0; i < 2; ++i) {
+      EX_CUDA(cudaMemsetAsync(y[i], 0, bytes, s));
+      variants[2].second(i);
+    }
+    for (int i = 0; i < 2; ++i) ExpectOutput(y[i], c, sh.ranks, rank, s, "encore");
+    ExpectOutput(fy, c, sh.ranks, rank, s, "raw");
+    encore::MethodReport report = method->Report();
+    if (report.captures != 1 || report.replays < repeats * c.calls) {
+      Error("rank " + std::to_string(rank) + ", " + method->name() + ": " + std::to_string(report.captures) +
+            " captures and " + std::to_string(report.replays) + " replays; expected 1 capture and every timed call a replay");
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      for (auto& [name, call] : variants) {
+        auto& v = sh.results[ci][name];
+        v.resize(sh.ranks);
+        v[rank] = {Median(cpu[name]), Median(e2e[name])};
+      }
+    }
+    EX_CUDA(cudaStreamSynchronize(s));
+    EX_OK(method->Release());
+    EX_CUDA(cudaGraphExecDestroy(exec));
+    EX_CUDA(cudaGraphDestroy(graph));
+    for (float* p : {x[0], x[1], y[0], y[1], fx, fy}) EX_CUDA(cudaFree(p));
+    sh.sync.arrive_and_wait();
+  }
+  EX_CUDA(cudaStreamDestroy(s));
+}
+
+std::string Json(const Shared& sh, const std::string& device) {
+  std::string j = "{\n  \"bench\": \"tp_bench\",\n  \"device\": \"" + device + "\",\n  \"ranks\": " +
+                  std::to_string(sh.ranks) + ",\n  \"quick\": " + (sh.quick ? "true" : "false") + ",\n  \"configs\": [";
+  for (size_t ci = 0; ci < std::size(kConfigs); ++ci) {
+    const Config& c = kConfigs[ci];
+    j += std::string(ci ? "," : "") + "\n    {\"k\": " + std::to_string(c.k) + ", \"n\": " + std::to_string(c.n) +
+         ", \"calls\": " + std::to_string(sh.quick ? 50 : c.calls);
+    for (const char* v : kVariants) {
+      j += ", \"" + std::string(v) + "\": [";
+      const auto& per_rank = sh.results[ci].at(v);
+      for (size_t r = 0; r < per_rank.size(); ++r) {
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), "%s{\"cpu_us\": %.3f, \"e2e_us\": %.3f}", r ? ", " : "", per_rank[r].cpu_us,
+                      per_rank[r].e2e_us);
+        j += buf;
+      }
+      j += "]";
+    }
+    j += "}";
+  }
+  j += "\n  ],\n  \"errors\": " + std::to_string(g_errors.size()) + "\n}\n";
+  return j;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (int rc = ex::RequireGpu("tp_bench")) return rc;
+  std::string json_path = "tp_results.json";
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      json_path = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: tp_bench [--json PATH] [--quick]\n");
+      return 2;
+    }
+  }
+  int ranks = 0;
+  EX_CUDA(cudaGetDeviceCount(&ranks));
+  cudaDeviceProp prop{};
+  EX_CUDA(cudaGetDeviceProperties(&prop, 0));
+  int nccl_version = 0;
+  ncclGetVersion(&nccl_version);
+  std::printf("tp_bench: %d rank(s), one per %s, NCCL %d%s\n", ranks, prop.name, nccl_version,
+              quick ? " (quick)" : "");
+  Shared sh{ranks, std::vector<ncclComm_t>(ranks), std::barrier<>(ranks), std::vector<Results>(std::size(kConfigs)),
+            quick};
+  std::vector<int> devices(ranks);
+  for (int r = 0; r < ranks; ++r) devices[r] = r;
+  if (ncclCommInitAll(sh.comms.data(), ranks, devices.data()) != ncclSuccess) {
+    std::fprintf(stderr, "tp_bench: ncclCommInitAll failed\n");
+    return 1;
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back([&sh, r] { RunRank(sh, r); });
+  for (auto& t : threads) t.join();
+  for (ncclComm_t c : sh.comms) ncclCommDestroy(c);
+
+  std::printf("\nus per call, slowest of %d rank(s) (median of %d repeats)\n", ranks, quick ? 2 : 7);
+  std::printf("%4s %8s | %-22s | %-22s | %-22s | %s\n", "K", "N", "eager cpu / e2e", "raw graph cpu / e2e",
+              "encore cpu / e2e", "encore e2e vs eager, vs raw");
+  for (size_t ci = 0; ci < std::size(kConfigs); ++ci) {
+    std::map<std::string, Timing> worst;
+    for (const char* v : kVariants) {
+      for (const Timing& t : sh.results[ci][v]) {
+        worst[v].cpu_us = std::max(worst[v].cpu_us, t.cpu_us);
+        worst[v].e2e_us = std::max(worst[v].e2e_us, t.e2e_us);
+      }
+    }
+    auto cell = [&](const char* v) {
+      char b[32];
+      std::snprintf(b, sizeof(b), "%8.2f / %8.2f", worst[v].cpu_us, worst[v].e2e_us);
+      return std::string(b);
+    };
+    std::printf("%4d %8lld | %-22s | %-22s | %-22s | %.2fx faster, %.3fx raw\n", kConfigs[ci].k,
+                static_cast<long long>(kConfigs[ci].n), cell("eager").c_str(), cell("raw").c_str(),
+                cell("encore").c_str(), worst["eager"].e2e_us / worst["encore"].e2e_us,
+                worst["encore"].e2e_us / worst["raw"].e2e_us);
+  }
+  const std::string json = Json(sh, prop.name);
+  std::vector<std::string> paths = {json_path};
+  for (const char* env : {"OUT", "RESULTS"}) {
+    if (const char* d = std::getenv(env); d && *d) paths.push_back(std::string(d) + "/tp_results.json");
+  }
+  for (const std::string& p : paths) {
+    std::ofstream f(p);
+    f << json;
+    std::printf("%s %s\n", f ? "wrote" : "could not write", p.c_str());
+  }
+  if (!g_errors.empty()) {
+    std::fprintf(stderr, "tp_bench: %zu error(s)\n", g_errors.size());
+    return 1;
+  }
+  return 0;
+}
