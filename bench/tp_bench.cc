@@ -132,8 +132,12 @@ void RunRank(Shared& sh, int rank) {
     for (float** p : {&x[0], &x[1], &y[0], &y[1], &fx, &fy}) EX_CUDA(cudaMalloc(p, bytes));
     for (float* p : {x[0], x[1], fx}) EX_CUDA(cudaMemcpy(p, h.data(), bytes, cudaMemcpyHostToDevice));
 
-    // raw: captured by hand over the fixed buffers fx, fy. Thread-local
-    // capture: the other ranks' threads capture at the same time.
+    // raw: captured by hand over the fixed buffers fx, fy, after one eager
+    // call: NCCL connects a communicator's peers at its first collective,
+    // which fails inside a capture. Thread-local capture: the other ranks'
+    // threads capture at the same time.
+    EX_CUDA(LaunchWork(fx, fy, c, rank, comm, s));
+    EX_CUDA(cudaStreamSynchronize(s));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     EX_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
