@@ -134,8 +134,9 @@ void RunRank(Shared& sh, int rank) {
 
     // raw: captured by hand over the fixed buffers fx, fy, after one eager
     // call: NCCL connects a communicator's peers at its first collective,
-    // which fails inside a capture. Thread-local capture: the other ranks'
-    // threads capture at the same time.
+    // and with that collective inside this capture ncclAllReduce failed
+    // (NCCL 2.28.3, two threads of one process). Thread-local capture: the
+    // other ranks' threads capture at the same time.
     EX_CUDA(LaunchWork(fx, fy, c, rank, comm, s));
     EX_CUDA(cudaStreamSynchronize(s));
     cudaGraph_t graph;

@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -317,7 +316,8 @@ TEST(NcclGpuTest, RefusalOnOneRankMakesEveryRankEagerAcrossGpus) {
 
 // Without the flags vote at the first call, rank 0 would vote on its capture
 // at call 4 while rank 1 ran call 4's all-reduce eagerly: NCCL would pair the
-// vote with that all-reduce and both ranks would hang or read garbage.
+// one-value vote with that 256-value all-reduce (a hang or a wrong sum; not
+// run, since it could leave the GPUs hung).
 TEST(NcclGpuTest, RanksWithDifferentWarmupsRunEagerlyAcrossGpus) {
   ENCORE_REQUIRE_GPU();
   int n = 0;
@@ -336,10 +336,13 @@ TEST(NcclGpuTest, RanksWithDifferentWarmupsRunEagerlyAcrossGpus) {
   }
 }
 
-// With no warmup the communicator's first collective is inside the capture,
-// before NCCL has connected the ranks. Whatever NCCL does with it, every
-// call's result must be right and the ranks must decide alike.
-TEST(NcclGpuTest, FirstCollectiveInsideTheCaptureStillGivesRightResults) {
+// With no warmup, the flags vote at the first call is the communicator's
+// first collective, so NCCL connects its ranks eagerly and the capture right
+// after it holds an ordinary collective. (Without that vote NCCL 2.28.3
+// fails a first collective inside a capture with an internal error, and its
+// next eager all-reduce reads address 0 and loses the CUDA context: seen on
+// 2 H200s; docs/limitations.md.)
+TEST(NcclGpuTest, TheFlagsVoteConnectsNcclBeforeAFirstCallCapture) {
   ENCORE_REQUIRE_GPU();
   int n = 0;
   cudaGetDeviceCount(&n);
@@ -347,10 +350,8 @@ TEST(NcclGpuTest, FirstCollectiveInsideTheCaptureStillGivesRightResults) {
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(res[r].errors, 0) << "rank " << r << ": " << res[r].first_error;
     EXPECT_EQ(res[r].wrong, 0) << r;
-    EXPECT_EQ(res[r].report.captures, res[0].report.captures) << r;
-    std::printf("rank %d: captures=%lld replays=%lld eager=%lld graphs_off_reason='%s'\n", r,
-                static_cast<long long>(res[r].report.captures), static_cast<long long>(res[r].report.replays),
-                static_cast<long long>(res[r].report.eager_calls), res[r].report.graphs_off_reason.c_str());
+    EXPECT_EQ(res[r].report.captures, 1) << r << ": " << res[r].report.graphs_off_reason;
+    EXPECT_EQ(res[r].report.replays, 5) << r;
   }
 }
 
