@@ -27,6 +27,8 @@ import statistics
 import sys
 import time
 
+from bench_output import result_dirs, write_json
+
 KS = [1, 8, 32, 128, 512]
 ELEMS = 256
 BUFFERS = 4
@@ -97,15 +99,6 @@ def bench_k(torch, k, n, repeats):
     row["replay"] = measure(torch, n, repeats, 20, lambda i: g.replay())
     del g
     return row, errors
-
-
-def result_dirs():
-    dirs = []
-    for env in ("OUT", "RESULTS"):
-        d = os.environ.get(env)
-        if d and d not in dirs:
-            dirs.append(d)
-    return dirs
 
 
 def find_encore_results(json_path):
@@ -186,18 +179,7 @@ def main():
         print("\n(no bench_results.json from encore_bench found: the PyTorch target is not checked here)")
 
     text = json.dumps(result, indent=2) + "\n"
-    paths = [args.json] + [os.path.join(d, "torch_results.json") for d in result_dirs()]
-    written = []
-    for p in paths:
-        if os.path.abspath(p) in written:
-            continue
-        try:
-            with open(p, "w") as f:
-                f.write(text)
-            written.append(os.path.abspath(p))
-            print(f"wrote {p}")
-        except OSError as e:
-            errors.append(f"could not write {p}: {e}")
+    write_json(text, args.json, "torch_results.json", errors)
     for e in errors:
         print(f"torch_bench: ERROR: {e}", file=sys.stderr)
     return 1 if errors else 0

@@ -33,6 +33,8 @@ import statistics
 import sys
 import time
 
+from bench_output import write_json
+
 CONFIGS = [(2, 4096), (16, 4096), (16, 1 << 20)]
 VARIANTS = ["eager", "replay_copy", "replay"]
 WARMUP = 20
@@ -184,15 +186,6 @@ def worker(rank, world, port, quick, q):
     dist.destroy_process_group()
 
 
-def result_dirs():
-    dirs = []
-    for env in ("OUT", "RESULTS"):
-        d = os.environ.get(env)
-        if d and d not in dirs:
-            dirs.append(d)
-    return dirs
-
-
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -252,18 +245,7 @@ def main():
     result["errors"] = errors
 
     text = json.dumps(result, indent=2) + "\n"
-    paths = [args.json] + [os.path.join(d, "torch_tp_results.json") for d in result_dirs()]
-    written = []
-    for p in paths:
-        if os.path.abspath(p) in written:
-            continue
-        try:
-            with open(p, "w") as f:
-                f.write(text)
-            written.append(os.path.abspath(p))
-            print(f"wrote {p}")
-        except OSError as e:
-            errors.append(f"could not write {p}: {e}")
+    write_json(text, args.json, "torch_tp_results.json", errors)
     for e in errors:
         print(f"torch_tp_bench: ERROR: {e}", file=sys.stderr)
     return 1 if errors else 0

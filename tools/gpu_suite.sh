@@ -18,7 +18,8 @@
 #       line is `N passed, N failed, N skipped`; exits non-zero on any failure.
 #
 #   tools/gpu_suite.sh bench [--filter REGEX] [--timeout SECONDS]
-#       On the GPU machine: runs every bench binary and bench/*.py script.
+#       On the GPU machine: runs every bench binary and bench/*_bench.py
+#       script (other bench/*.py are modules those scripts import).
 #
 # Results (XML, one log per binary) go to $OUT if set, else gpu_bin/results.
 # Works from the repository (tools/gpu_suite.sh, finds ./gpu_bin) or from the
@@ -218,7 +219,7 @@ do_bench() {
   local f name rc failed=0 ran=0
   local files=()
   mapfile -t files < <(list_binaries "$gpu_bin/bench")
-  for f in "$gpu_bin"/bench/*.py; do
+  for f in "$gpu_bin"/bench/*_bench.py; do
     [[ -f "$f" ]] || continue
     [[ -z "$filter" ]] || grep -Eq -- "$filter" <<<"${f##*/}" || continue
     files+=("$f")
