@@ -31,15 +31,6 @@ void Graph::Reset() {
   g_ = nullptr;
 }
 
-StatusOr<std::vector<cudaGraphNode_t>> Graph::Nodes() const {
-  size_t n = 0;
-  ENCORE_CUDA_CALL(GraphGetNodes, g_, nullptr, &n);
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (n) ENCORE_CUDA_CALL(GraphGetNodes, g_, nodes.data(), &n);
-  nodes.resize(n);
-  return nodes;
-}
-
 StatusOr<size_t> Graph::NodeCount() const {
   size_t n = 0;
   ENCORE_CUDA_CALL(GraphGetNodes, g_, nullptr, &n);

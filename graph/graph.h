@@ -26,7 +26,6 @@ class Graph {
 
   cudaGraph_t get() const { return g_; }
   explicit operator bool() const { return g_ != nullptr; }
-  StatusOr<std::vector<cudaGraphNode_t>> Nodes() const;
   StatusOr<size_t> NodeCount() const;
 
  private:

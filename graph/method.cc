@@ -95,7 +95,13 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
 }
 
 Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
-  if (on_first_run_) on_first_run_();
+  // Racing first calls may both run the hook; it is idempotent (the
+  // Manager's runs under call_once). Not under mu_: the hook takes the
+  // Manager's lock, which Report callers take before mu_.
+  if (!first_run_done_.load(std::memory_order_relaxed)) {
+    if (on_first_run_) on_first_run_();
+    first_run_done_.store(true, std::memory_order_relaxed);
+  }
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Run(inputs, outputs, stream);
 }
@@ -133,9 +139,8 @@ MethodReport Method::Report() const {
     MethodReport r;
     r.name = name_;
     r.flags = flags_;
-    r.phase = !flags_.graphs ? MethodPhase::kEager
-                             : (flags_.warmup_calls > 0 ? MethodPhase::kWarmup : MethodPhase::kCapture);
-    if (!flags_.graphs) r.graphs_off_reason = "graphs=off in the method's flags";
+    r.phase = StartingPhase(flags_);
+    if (!flags_.graphs) r.graphs_off_reason = kGraphsOffByFlags;
     return r;
   }
   MethodReport r = instances_.front()->Report();

@@ -133,6 +133,8 @@ class Method {
   const EventLog log_;
   const std::function<void()> on_first_run_;
   const std::shared_ptr<RankConsensus> consensus_;
+  // Set once on_first_run_ has run, so a replay pays one relaxed load for it.
+  std::atomic<bool> first_run_done_{false};
 
   mutable std::mutex mu_;  // guards constants_ and instances_
   std::optional<std::vector<Constant>> constants_;

@@ -28,6 +28,11 @@ const TensorRef& EmptyTensor() {
 
 }  // namespace
 
+MethodPhase StartingPhase(const MethodFlags& flags) {
+  if (!flags.graphs) return MethodPhase::kEager;
+  return flags.warmup_calls > 0 ? MethodPhase::kWarmup : MethodPhase::kCapture;
+}
+
 const TensorRef& Call::input(size_t i) const { return i < inputs_.size() ? inputs_[i] : EmptyTensor(); }
 const TensorRef& Call::output(size_t i) const { return i < outputs_.size() ? outputs_[i] : EmptyTensor(); }
 
@@ -80,10 +85,9 @@ MethodInstance::MethodInstance(std::string name, MethodFn fn, std::optional<std:
       log_(std::move(log)),
       consensus_(std::move(consensus)),
       device_(device),
-      phase_(!flags.graphs ? MethodPhase::kEager
-                           : (flags.warmup_calls > 0 ? MethodPhase::kWarmup : MethodPhase::kCapture)) {
+      phase_(StartingPhase(flags)) {
   counters_.name = name_;
-  if (!flags_.graphs) graphs_off_reason_ = "graphs=off in the method's flags";
+  if (!flags_.graphs) graphs_off_reason_ = kGraphsOffByFlags;
 }
 
 MethodInstance::~MethodInstance() {
@@ -356,7 +360,7 @@ Status MethodInstance::Replay(GraphEntry& g, std::span<const TensorRef> inputs, 
     // same sets, so a set seen twice gets its own executable and later costs
     // no parameter rewrite at all; a set seen once reuses the least recently
     // used executable with one rewrite per head node.
-    uint64_t key = 1469598103934665603ull;
+    uint64_t key = 14695981039346656037ull;  // FNV-1a offset basis
     auto mix = [&key](const void* p) {
       key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull;
     };
@@ -680,7 +684,7 @@ Status MethodInstance::Release() {
   constants_checked_ = false;
   has_launched_ = false;
   log_.Info("released", {{"method", name_}, {"call", counters_.calls}});
-  if (!graphs_off_ && flags_.graphs) SetPhase(flags_.warmup_calls > 0 ? MethodPhase::kWarmup : MethodPhase::kCapture, counters_.calls);
+  if (!graphs_off_) SetPhase(StartingPhase(flags_), counters_.calls);
   return s;
 }
 

@@ -30,6 +30,11 @@
 
 namespace encore {
 
+// The phase a method starts in, and after Release(), given its flags; and
+// the reason Report gives when graphs=off.
+MethodPhase StartingPhase(const MethodFlags& flags);
+inline constexpr std::string_view kGraphsOffByFlags = "graphs=off in the method's flags";
+
 class MethodInstance {
  public:
   MethodInstance(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,

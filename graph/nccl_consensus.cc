@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "encore/core/cuda_api.h"
-#include "encore/core/log.h"
 
 namespace encore {
 namespace {
@@ -24,7 +23,6 @@ StatusOr<std::shared_ptr<NcclConsensus>> NcclConsensus::Create(ncclComm_t comm, 
   c->timeout_ = timeout;
   ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommUserRank(comm, &c->rank_), "ncclCommUserRank"));
   ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommCount(comm, &c->size_), "ncclCommCount"));
-  ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommCuDevice(comm, &c->device_), "ncclCommCuDevice"));
   ENCORE_ASSIGN_OR_RETURN(c->stream_, Stream::Create());
   void* d = nullptr;
   ENCORE_CUDA_CALL(Malloc, &d, kMaxValues * sizeof(uint64_t));
@@ -42,10 +40,7 @@ NcclConsensus::~NcclConsensus() {
 
 StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> values, std::string_view what) {
   const std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
-  if (values.empty() || values.size() > kMaxValues) {
-    return InvalidArgumentError(who + ": vote on " + std::string(what) + " has " + std::to_string(values.size()) +
-                                " values, must have 1 to " + std::to_string(kMaxValues));
-  }
+  ENCORE_RETURN_IF_ERROR(CheckValueCount(values.size(), who, what));
   if (aborted_) return FailedPreconditionError(who + ": an earlier vote timed out and aborted the communicator");
   const size_t n = values.size();
   std::copy(values.begin(), values.end(), host_vote_);

@@ -36,7 +36,6 @@ class NcclConsensus : public RankConsensus {
   NcclConsensus() = default;
 
   ncclComm_t comm_ = nullptr;
-  int device_ = 0;
   int rank_ = 0;
   int size_ = 1;
   std::chrono::milliseconds timeout_{0};

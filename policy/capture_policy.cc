@@ -2,19 +2,6 @@
 
 namespace encore {
 
-std::string_view ActionName(Action a) {
-  switch (a) {
-    case Action::kEager: return "eager";
-    case Action::kWarmup: return "warmup";
-    case Action::kCapture: return "capture";
-    case Action::kReplay: return "replay";
-    case Action::kRecapture: return "recapture";
-    case Action::kEagerOnce: return "eager_new_shape";
-    case Action::kRefuse: return "refuse";
-  }
-  return "unknown";
-}
-
 Action Decide(const DecisionInput& in) {
   if (!in.flags->graphs || in.graphs_off) return Action::kEager;
   if (in.warmups_done < in.flags->warmup_calls) return Action::kWarmup;

@@ -22,8 +22,6 @@ enum class Action {
   kRefuse,     // new shape under kRefuse
 };
 
-std::string_view ActionName(Action a);
-
 struct DecisionInput {
   const MethodFlags* flags = nullptr;
   bool graphs_off = false;       // turned off by a failure, a host constant...

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace encore {
@@ -40,6 +42,16 @@ std::optional<int> ParseInt(std::string_view v) {
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
   return out;
+}
+
+// The value of `all` whose name is `v`: the parser accepts exactly the
+// names that ShapePolicyName and CheckModeName print.
+template <class E>
+std::optional<E> ParseEnum(std::string_view v, std::initializer_list<E> all, std::string_view (*name)(E)) {
+  for (E e : all) {
+    if (name(e) == v) return e;
+  }
+  return std::nullopt;
 }
 
 bool ValidName(std::string_view n) {
@@ -142,25 +154,12 @@ StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
         o.max_graphs = ParseInt(value);
         if (!o.max_graphs || *o.max_graphs < 1) return Bad(kv, "max_graphs takes an integer >= 1");
       } else if (key == "on_new_shape") {
-        if (value == "refuse") {
-          o.on_new_shape = ShapePolicy::kRefuse;
-        } else if (value == "eager") {
-          o.on_new_shape = ShapePolicy::kEager;
-        } else if (value == "recapture") {
-          o.on_new_shape = ShapePolicy::kRecapture;
-        } else {
-          return Bad(kv, "on_new_shape takes refuse, eager or recapture");
-        }
+        o.on_new_shape = ParseEnum(value, {ShapePolicy::kRefuse, ShapePolicy::kEager, ShapePolicy::kRecapture},
+                                   ShapePolicyName);
+        if (!o.on_new_shape) return Bad(kv, "on_new_shape takes refuse, eager or recapture");
       } else if (key == "checks") {
-        if (value == "record") {
-          o.checks = CheckMode::kRecord;
-        } else if (value == "trap") {
-          o.checks = CheckMode::kTrap;
-        } else if (value == "off") {
-          o.checks = CheckMode::kOff;
-        } else {
-          return Bad(kv, "checks takes record, trap or off");
-        }
+        o.checks = ParseEnum(value, {CheckMode::kRecord, CheckMode::kTrap, CheckMode::kOff}, CheckModeName);
+        if (!o.checks) return Bad(kv, "checks takes record, trap or off");
       } else {
         return Bad(kv, "unknown flag '" + std::string(key) +
                            "' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs)");

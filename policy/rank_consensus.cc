@@ -15,16 +15,19 @@ StatusOr<bool> RankConsensus::AllEqual(uint64_t value, std::string_view what) {
   return min[0] == ~min[1];
 }
 
+Status RankConsensus::CheckValueCount(size_t n, std::string_view who, std::string_view what) {
+  if (n >= 1 && n <= kMaxValues) return OkStatus();
+  return InvalidArgumentError(std::string(who) + ": vote on " + std::string(what) + " has " + std::to_string(n) +
+                              " values, must have 1 to " + std::to_string(kMaxValues));
+}
+
 class ThreadConsensus::Voter : public RankConsensus {
  public:
   Voter(std::shared_ptr<State> state, int rank) : state_(std::move(state)), rank_(rank) {}
 
   StatusOr<std::vector<uint64_t>> AllMin(std::vector<uint64_t> values, std::string_view what) override {
     const std::string who = "rank " + std::to_string(rank_);
-    if (values.empty() || values.size() > kMaxValues) {
-      return InvalidArgumentError(who + ": vote on " + std::string(what) + " has " + std::to_string(values.size()) +
-                                  " values, must have 1 to " + std::to_string(kMaxValues));
-    }
+    ENCORE_RETURN_IF_ERROR(CheckValueCount(values.size(), who, what));
     State& s = *state_;
     std::unique_lock<std::mutex> lock(s.mu);
     if (s.broken) return FailedPreconditionError(who + ": an earlier vote timed out");

@@ -51,6 +51,11 @@ class RankConsensus {
   StatusOr<bool> AllEqual(uint64_t value, std::string_view what);
   virtual int rank() const = 0;
   virtual int size() const = 0;
+
+ protected:
+  // The AllMin contract on the number of values, for implementations to
+  // check first; `who` names the rank in the error.
+  static Status CheckValueCount(size_t n, std::string_view who, std::string_view what);
 };
 
 // Ranks that are threads of one process: each thread holds its own
