@@ -58,8 +58,7 @@ Status GraphArena::AddSlab(size_t bytes, bool in_capture) {
     // cudaMalloc is not allowed while this thread captures in thread-local
     // mode; relax the mode for this one call, as PyTorch's allocator does.
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    cudaError_t x = cuda().ThreadExchangeStreamCaptureMode(&mode);
-    if (x != cudaSuccess) return CudaStatus(x, CudaCallName(CudaCall::kThreadExchangeStreamCaptureMode));
+    ENCORE_CUDA_CALL(ThreadExchangeStreamCaptureMode, &mode);
     err = cuda().Malloc(&p, bytes);
     (void)cuda().ThreadExchangeStreamCaptureMode(&mode);
   } else {
@@ -68,7 +67,6 @@ Status GraphArena::AddSlab(size_t bytes, bool in_capture) {
   if (err != cudaSuccess) {
     return CudaStatus(err, CudaCallName(CudaCall::kMalloc), "graph memory slab of " + std::to_string(bytes) + " bytes");
   }
-  slabs_.push_back(Slab{static_cast<char*>(p), bytes});
   ledger_.AddPending(capture_id_, p, bytes);
   return OkStatus();
 }
@@ -78,8 +76,7 @@ Status GraphArena::BeginCapture(uint64_t capture_id, size_t reserve_bytes) {
   cursor_slab_ = 0;
   cursor_offset_ = 0;
   capture_used_ = 0;
-  size_t have = 0;
-  for (const Slab& s : slabs_) have += s.bytes;
+  const size_t have = ledger_.total_bytes();
   if (reserve_bytes > have) {
     Status s = AddSlab(reserve_bytes - have, /*in_capture=*/false);
     if (!s.ok()) {
@@ -94,10 +91,11 @@ Status GraphArena::BeginCapture(uint64_t capture_id, size_t reserve_bytes) {
 StatusOr<void*> GraphArena::AllocateCapture(size_t bytes) {
   if (capture_id_ == 0) return FailedPreconditionError("graph memory asked for outside a capture");
   size_t need = AlignUp(std::max<size_t>(bytes, 1), kAlignment);
-  while (cursor_slab_ < slabs_.size()) {
-    Slab& s = slabs_[cursor_slab_];
+  const std::vector<AllocationLedger::Block>& slabs = ledger_.blocks();
+  while (cursor_slab_ < slabs.size()) {
+    const AllocationLedger::Block& s = slabs[cursor_slab_];
     if (cursor_offset_ + need <= s.bytes) {
-      void* p = s.base + cursor_offset_;
+      void* p = static_cast<char*>(s.ptr) + cursor_offset_;
       cursor_offset_ += need;
       capture_used_ += need;
       return p;
@@ -106,10 +104,10 @@ StatusOr<void*> GraphArena::AllocateCapture(size_t bytes) {
     cursor_offset_ = 0;
   }
   ENCORE_RETURN_IF_ERROR(AddSlab(need, /*in_capture=*/true));
-  cursor_slab_ = slabs_.size() - 1;
+  cursor_slab_ = ledger_.blocks().size() - 1;
   cursor_offset_ = need;
   capture_used_ += need;
-  return static_cast<void*>(slabs_.back().base);
+  return ledger_.blocks().back().ptr;
 }
 
 void GraphArena::CommitCapture() {
@@ -122,8 +120,6 @@ void GraphArena::CommitCapture() {
 Status GraphArena::FreeSlabs(const std::vector<AllocationLedger::Block>& blocks) {
   Status first;
   for (const AllocationLedger::Block& b : blocks) {
-    slabs_.erase(std::remove_if(slabs_.begin(), slabs_.end(), [&](const Slab& s) { return s.base == b.ptr; }),
-                 slabs_.end());
     cudaError_t err = cuda().Free(b.ptr);
     if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFree));
   }

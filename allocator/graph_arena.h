@@ -65,7 +65,6 @@ class GraphArena {
   void CommitCapture();
   // The capture failed: frees the slabs it added, exactly once.
   Status AbortCapture();
-  bool capturing() const { return capture_id_ != 0; }
   // The graph of `capture_id` was dropped (LRU, Release).
   void DropGraph(uint64_t capture_id);
 
@@ -73,23 +72,18 @@ class GraphArena {
   Status ReleaseAll();
 
   MemoryStats stats() const;
-  const AllocationLedger& ledger() const { return ledger_; }
 
  private:
-  struct Slab {
-    char* base;
-    size_t bytes;
-  };
   // Allocates a slab with the thread's capture mode relaxed when `in_capture`.
   Status AddSlab(size_t bytes, bool in_capture);
-  // Forgets and frees slabs the ledger handed back; the first error wins.
+  // Frees slabs the ledger handed back; the first error wins.
   Status FreeSlabs(const std::vector<AllocationLedger::Block>& blocks);
   void UpdatePeak();
   size_t GraphLiveBytes() const;
 
+  // Every slab, in allocation order: the capture cursor walks its blocks.
   AllocationLedger ledger_;
-  std::vector<Slab> slabs_;
-  // Bump cursor of the capture in progress.
+  // Bump cursor of the capture in progress (an index into ledger_.blocks()).
   size_t cursor_slab_ = 0;
   size_t cursor_offset_ = 0;
   size_t capture_used_ = 0;

@@ -19,22 +19,20 @@ size_t AllocationLedger::Commit(uint64_t capture_id) {
   return moved;
 }
 
-std::vector<AllocationLedger::Block> AllocationLedger::Abort(uint64_t capture_id) {
-  std::vector<Block> out;
-  auto keep = std::stable_partition(blocks_.begin(), blocks_.end(), [&](const Block& b) {
-    return b.committed || b.capture_id != capture_id;
-  });
-  out.assign(keep, blocks_.end());
+template <class Pred>
+std::vector<AllocationLedger::Block> AllocationLedger::Extract(Pred take) {
+  auto keep = std::stable_partition(blocks_.begin(), blocks_.end(), [&](const Block& b) { return !take(b); });
+  std::vector<Block> out(keep, blocks_.end());
   blocks_.erase(keep, blocks_.end());
   return out;
 }
 
+std::vector<AllocationLedger::Block> AllocationLedger::Abort(uint64_t capture_id) {
+  return Extract([&](const Block& b) { return !b.committed && b.capture_id == capture_id; });
+}
+
 std::vector<AllocationLedger::Block> AllocationLedger::TakeCommitted() {
-  std::vector<Block> out;
-  auto keep = std::stable_partition(blocks_.begin(), blocks_.end(), [](const Block& b) { return !b.committed; });
-  out.assign(keep, blocks_.end());
-  blocks_.erase(keep, blocks_.end());
-  return out;
+  return Extract([](const Block& b) { return b.committed; });
 }
 
 size_t AllocationLedger::pending_bytes() const {

@@ -19,8 +19,6 @@ class AllocationLedger {
     size_t bytes = 0;
     uint64_t capture_id = 0;  // the capture that allocated it
     bool committed = false;
-
-    friend bool operator==(const Block&, const Block&) = default;
   };
 
   // Records a block that capture `capture_id` really allocated.
@@ -41,6 +39,11 @@ class AllocationLedger {
   size_t total_bytes() const { return pending_bytes() + committed_bytes(); }
 
  private:
+  // Removes the blocks `take` selects, keeping the others in order, and
+  // returns them.
+  template <class Pred>
+  std::vector<Block> Extract(Pred take);
+
   std::vector<Block> blocks_;
 };
 
