@@ -27,17 +27,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "encore/bench/bench_util.h"
 #include "encore/encore.h"
 #include "encore/examples/example_util.h"
 #include "encore/tests/test_kernels.h"
 
 namespace ex = encore::examples;
+using encore::bench::Median;
+using encore::bench::MeasureInterleaved;
+using encore::bench::Timing;
 using encore::testing::LaunchAffine;
 using encore::testing::LaunchIncrementK;
 
@@ -59,67 +62,11 @@ void Error(const std::string& what) {
   ++g_errors;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 // The work of one call: out = in + 1, then K-1 kernels of out += 1.
 cudaError_t LaunchWork(const float* in, float* out, int k, cudaStream_t s) {
   cudaError_t e = LaunchAffine(in, out, 1.0f, 1.0f, kElems, s);
   if (e == cudaSuccess && k > 1) e = LaunchIncrementK(out, kElems, k - 1, s);
   return e;
-}
-
-struct Timing {
-  double cpu_us = 0;
-  double e2e_us = 0;
-};
-
-// Median CPU and end-to-end time per call of `call(i)` over `repeats` runs of
-// `n` calls, after `warmup` calls.
-Timing Measure(cudaStream_t s, int n, int repeats, int warmup, const std::function<void(int)>& call) {
-  for (int i = 0; i < warmup; ++i) call(i);
-  EX_CUDA(cudaStreamSynchronize(s));
-  std::vector<double> cpu, e2e;
-  for (int r = 0; r < repeats; ++r) {
-    EX_CUDA(cudaStreamSynchronize(s));
-    double t0 = ex::NowMicros();
-    for (int i = 0; i < n; ++i) call(i);
-    double t1 = ex::NowMicros();
-    EX_CUDA(cudaStreamSynchronize(s));
-    double t2 = ex::NowMicros();
-    cpu.push_back((t1 - t0) / n);
-    e2e.push_back((t2 - t0) / n);
-  }
-  return {Median(cpu), Median(e2e)};
-}
-
-// Like Measure, for several variants taking turns: repeat r of every variant
-// runs before repeat r + 1 of any.
-std::map<std::string, Timing> MeasureInterleaved(
-    cudaStream_t s, int n, int repeats, int warmup,
-    const std::vector<std::pair<std::string, std::function<void(int)>>>& variants) {
-  std::map<std::string, std::vector<double>> cpu, e2e;
-  for (const auto& [name, call] : variants) {
-    for (int i = 0; i < warmup; ++i) call(i);
-  }
-  EX_CUDA(cudaStreamSynchronize(s));
-  for (int r = 0; r < repeats; ++r) {
-    for (const auto& [name, call] : variants) {
-      EX_CUDA(cudaStreamSynchronize(s));
-      double t0 = ex::NowMicros();
-      for (int i = 0; i < n; ++i) call(i);
-      double t1 = ex::NowMicros();
-      EX_CUDA(cudaStreamSynchronize(s));
-      double t2 = ex::NowMicros();
-      cpu[name].push_back((t1 - t0) / n);
-      e2e[name].push_back((t2 - t0) / n);
-    }
-  }
-  std::map<std::string, Timing> out;
-  for (const auto& [name, call] : variants) out[name] = {Median(cpu[name]), Median(e2e[name])};
-  return out;
 }
 
 // Every element of `p` should be `want`.
@@ -482,22 +429,8 @@ int main(int argc, char** argv) {
   }
   j += "  ],\n  \"errors\": " + std::to_string(g_errors) + "\n}\n";
 
-  std::vector<std::string> paths = {opt.json};
-  for (const char* env : {"OUT", "RESULTS"}) {
-    const char* dir = std::getenv(env);
-    if (dir && *dir) {
-      std::string p = std::string(dir) + "/bench_results.json";
-      if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
-    }
-  }
-  for (const std::string& p : paths) {
-    std::ofstream f(p);
-    f << j;
-    if (!f.good()) {
-      Error("could not write " + p);
-    } else {
-      std::printf("wrote %s\n", p.c_str());
-    }
+  for (const std::string& p : encore::bench::WriteResults(j, opt.json, "bench_results.json")) {
+    Error("could not write " + p);
   }
 
   ex::CheckOk(mem->Release(), "Release");

@@ -17,7 +17,6 @@ cudaError_t LaunchSmallCopy(const void* src, void* dst, uint64_t bytes, cudaStre
   SmallCopy<<<1, 256, 0, s>>>(static_cast<const char*>(src), static_cast<char*>(dst), bytes);
   return cudaGetLastError();
 }
-const void* SmallCopyAddress() { return reinterpret_cast<const void*>(&SmallCopy); }
 cudaError_t LaunchAddOne(const float* in, float* out, int n, cudaStream_t s) {
   AddOne<<<(n + 255) / 256, 256, 0, s>>>(in, out, n);
   return cudaGetLastError();

@@ -10,7 +10,6 @@
 namespace encore::bench {
 
 cudaError_t LaunchSmallCopy(const void* src, void* dst, uint64_t bytes, cudaStream_t s);
-const void* SmallCopyAddress();
 cudaError_t LaunchAddOne(const float* in, float* out, int n, cudaStream_t s);
 
 }  // namespace encore::bench

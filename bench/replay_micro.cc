@@ -4,13 +4,12 @@
 // Prints CPU (submit) and end-to-end microseconds per call, median of 7.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <vector>
 
+#include "encore/bench/bench_util.h"
 #include "encore/bench/micro_kernels.h"
 #include "encore/encore.h"
 #include "encore/graph/staging.h"
@@ -38,26 +37,9 @@ cudaError_t Work(const float* in, float* out, cudaStream_t s) {
   return e;
 }
 
-double Now() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 void Measure(const char* name, cudaStream_t s, const std::function<void(int)>& call) {
-  for (int i = 0; i < 50; ++i) call(i);
-  CK(cudaStreamSynchronize(s));
-  std::vector<double> cpu, e2e;
-  for (int r = 0; r < 7; ++r) {
-    double t0 = Now();
-    for (int i = 0; i < kCalls; ++i) call(i);
-    double t1 = Now();
-    CK(cudaStreamSynchronize(s));
-    double t2 = Now();
-    cpu.push_back((t1 - t0) / kCalls);
-    e2e.push_back((t2 - t0) / kCalls);
-  }
-  std::sort(cpu.begin(), cpu.end());
-  std::sort(e2e.begin(), e2e.end());
-  std::printf("%-48s cpu %6.2f us   e2e %6.2f us\n", name, cpu[3], e2e[3]);
+  const encore::bench::Timing t = encore::bench::MeasureInterleaved(s, kCalls, 7, 50, {{name, call}}).at(name);
+  std::printf("%-48s cpu %6.2f us   e2e %6.2f us\n", name, t.cpu_us, t.e2e_us);
 }
 
 cudaGraphNode_t LastNode(cudaStream_t s) {

@@ -23,33 +23,13 @@ device is visible, 1 if a result is wrong.
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
-from bench_output import result_dirs, write_json
+from bench_common import measure, result_dirs, write_json
 
 KS = [1, 8, 32, 128, 512]
 ELEMS = 256
 BUFFERS = 4
-
-
-def measure(torch, n, repeats, warmup, call):
-    for i in range(warmup):
-        call(i)
-    torch.cuda.synchronize()
-    cpu, e2e = [], []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for i in range(n):
-            call(i)
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        cpu.append((t1 - t0) * 1e6 / n)
-        e2e.append((t2 - t0) * 1e6 / n)
-    return {"cpu_us": round(statistics.median(cpu), 3), "e2e_us": round(statistics.median(e2e), 3)}
 
 
 def bench_k(torch, k, n, repeats):
@@ -65,7 +45,7 @@ def bench_k(torch, k, n, repeats):
         return y
 
     row = {"k": k, "n": n}
-    row["eager"] = measure(torch, n, repeats, 20, eager)
+    row["eager"] = measure(torch, n, repeats, 20, [("eager", eager)])["eager"]
     if not torch.equal(eager(0), torch.full((ELEMS,), 10.0 + k, device=dev)):
         errors.append(f"eager K={k}: wrong result")
 
@@ -90,13 +70,13 @@ def bench_k(torch, k, n, repeats):
         g.replay()
         ys[i % BUFFERS].copy_(static_out)
 
-    row["replay_copy"] = measure(torch, n, repeats, 20, replay_copy)
+    row["replay_copy"] = measure(torch, n, repeats, 20, [("replay_copy", replay_copy)])["replay_copy"]
     replay_copy(1)
     torch.cuda.synchronize()
     if not torch.equal(ys[1], torch.full((ELEMS,), 20.0 + k, device=dev)):
         errors.append(f"replay+copy K={k}: wrong result")
 
-    row["replay"] = measure(torch, n, repeats, 20, lambda i: g.replay())
+    row["replay"] = measure(torch, n, repeats, 20, [("replay", lambda i: g.replay())])["replay"]
     del g
     return row, errors
 

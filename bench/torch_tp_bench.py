@@ -29,39 +29,14 @@ import inspect
 import json
 import os
 import socket
-import statistics
 import sys
 import time
 
-from bench_output import write_json
+from bench_common import measure, write_json
 
 CONFIGS = [(2, 4096), (16, 4096), (16, 1 << 20)]
 VARIANTS = ["eager", "replay_copy", "replay"]
 WARMUP = 20
-
-
-def measure(torch, dist, n, repeats, warmup, variants):
-    """Like MeasureInterleaved in encore_bench.cc: repeat r of every variant before repeat r+1 of any."""
-    for _, call in variants:
-        for i in range(warmup):
-            call(i)
-    torch.cuda.synchronize()
-    cpu = {name: [] for name, _ in variants}
-    e2e = {name: [] for name, _ in variants}
-    for _ in range(repeats):
-        for name, call in variants:
-            dist.barrier()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for i in range(n):
-                call(i)
-            t1 = time.perf_counter()
-            torch.cuda.synchronize()
-            t2 = time.perf_counter()
-            cpu[name].append((t1 - t0) * 1e6 / n)
-            e2e[name].append((t2 - t0) * 1e6 / n)
-    return {name: {"cpu_us": round(statistics.median(cpu[name]), 3), "e2e_us": round(statistics.median(e2e[name]), 3)}
-            for name, _ in variants}
 
 
 def bench_config(torch, dist, rank, world, k, n, calls, repeats, errors):
@@ -107,7 +82,7 @@ def bench_config(torch, dist, rank, world, k, n, calls, repeats, errors):
 
     calls_of = {"eager": lambda i: work(xs[i % 2], ys[i % 2]), "replay_copy": replay_copy,
                 "replay": lambda i: g.replay()}
-    row = measure(torch, dist, calls, repeats, WARMUP, [(v, calls_of[v]) for v in VARIANTS])
+    row = measure(torch, calls, repeats, WARMUP, [(v, calls_of[v]) for v in VARIANTS], barrier=dist.barrier)
 
     def check(got, what):
         torch.cuda.synchronize()
@@ -136,7 +111,6 @@ def bench_config(torch, dist, rank, world, k, n, calls, repeats, errors):
 
 
 def worker(rank, world, port, quick, q):
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     import torch
     import torch.distributed as dist
 

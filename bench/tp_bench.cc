@@ -28,7 +28,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -36,12 +35,16 @@
 #include <thread>
 #include <vector>
 
+#include "encore/bench/bench_util.h"
 #include "encore/encore.h"
 #include "encore/examples/example_util.h"
 #include "encore/graph/nccl_consensus.h"
 #include "encore/tests/test_kernels.h"
 
 namespace ex = encore::examples;
+using encore::bench::MeasureInterleaved;
+using encore::bench::Timing;
+using encore::bench::Variants;
 using encore::testing::LaunchAffine;
 using encore::testing::LaunchIncrementK;
 
@@ -63,11 +66,6 @@ void Error(const std::string& what) {
   g_errors.push_back(what);
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 cudaError_t Nccl(ncclResult_t r) { return r == ncclSuccess ? cudaSuccess : cudaErrorUnknown; }
 
 // The work of one call, on rank `rank`, reading x and writing y.
@@ -79,16 +77,14 @@ cudaError_t LaunchWork(const float* x, float* y, const Config& c, int rank, nccl
   return e;
 }
 
-struct Timing {
-  double cpu_us = 0;
-  double e2e_us = 0;
-};
 using Results = std::map<std::string, std::vector<Timing>>;  // variant -> per rank
 
 struct Shared {
   int ranks;
   std::vector<ncclComm_t> comms;
   std::barrier<> sync;
+  std::vector<Config> configs;   // kConfigs, with fewer calls under --quick
+  int repeats;
   std::vector<Results> results;  // per config
   bool quick;
 };
@@ -120,11 +116,8 @@ void RunRank(Shared& sh, int rank) {
   auto manager = EX_OK(encore::Manager::Create(options));
   cudaStream_t s;
   EX_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const int repeats = sh.quick ? 2 : 7;
-
-  for (size_t ci = 0; ci < std::size(kConfigs); ++ci) {
-    Config c = kConfigs[ci];
-    if (sh.quick) c.calls = 50;
+  for (size_t ci = 0; ci < sh.configs.size(); ++ci) {
+    const Config c = sh.configs[ci];
     const size_t bytes = c.n * sizeof(float);
     float *x[2], *y[2], *fx, *fy;
     std::vector<float> h(c.n);
@@ -156,7 +149,7 @@ void RunRank(Shared& sh, int rank) {
     };
     encore::Method* method = EX_OK(manager->Register(std::move(spec)));
 
-    std::vector<std::pair<std::string, std::function<void(int)>>> variants = {
+    const Variants variants = {
         {"eager", [&](int i) { EX_CUDA(LaunchWork(x[i % 2], y[i % 2], c, rank, comm, s)); }},
         {"raw", [&](int) { EX_CUDA(cudaGraphLaunch(exec, s)); }},
         {"encore",
@@ -165,24 +158,9 @@ void RunRank(Shared& sh, int rank) {
            EX_OK(method->Run({&in, 1}, {&out, 1}, s));
          }},
     };
-    std::map<std::string, std::vector<double>> cpu, e2e;
-    for (auto& [name, call] : variants) {
-      for (int i = 0; i < 20; ++i) call(i);
-    }
-    EX_CUDA(cudaStreamSynchronize(s));
-    for (int r = 0; r < repeats; ++r) {
-      for (auto& [name, call] : variants) {
-        EX_CUDA(cudaStreamSynchronize(s));
-        sh.sync.arrive_and_wait();
-        double t0 = ex::NowMicros();
-        for (int i = 0; i < c.calls; ++i) call(i);
-        double t1 = ex::NowMicros();
-        EX_CUDA(cudaStreamSynchronize(s));
-        double t2 = ex::NowMicros();
-        cpu[name].push_back((t1 - t0) / c.calls);
-        e2e[name].push_back((t2 - t0) / c.calls);
-      }
-    }
+    // The ranks start each timed run together.
+    const std::map<std::string, Timing> timing =
+        MeasureInterleaved(s, c.calls, sh.repeats, 20, variants, [&] { sh.sync.arrive_and_wait(); });
     // The last calls of eager and encore wrote y[(calls - 1) % 2]; check
     // both buffers after one more call each, and raw's fixed output.
     for (int i = 0; i < 2; ++i) {
@@ -197,16 +175,16 @@ void RunRank(Shared& sh, int rank) {
     for (int i = 0; i < 2; ++i) ExpectOutput(y[i], c, sh.ranks, rank, s, "encore");
     ExpectOutput(fy, c, sh.ranks, rank, s, "raw");
     encore::MethodReport report = method->Report();
-    if (report.captures != 1 || report.replays < repeats * c.calls) {
+    if (report.captures != 1 || report.replays < sh.repeats * c.calls) {
       Error("rank " + std::to_string(rank) + ", " + method->name() + ": " + std::to_string(report.captures) +
             " captures and " + std::to_string(report.replays) + " replays; expected 1 capture and every timed call a replay");
     }
     {
       std::lock_guard<std::mutex> lock(g_mu);
-      for (auto& [name, call] : variants) {
+      for (const auto& [name, t] : timing) {
         auto& v = sh.results[ci][name];
         v.resize(sh.ranks);
-        v[rank] = {Median(cpu[name]), Median(e2e[name])};
+        v[rank] = t;
       }
     }
     EX_CUDA(cudaStreamSynchronize(s));
@@ -222,10 +200,10 @@ void RunRank(Shared& sh, int rank) {
 std::string Json(const Shared& sh, const std::string& device) {
   std::string j = "{\n  \"bench\": \"tp_bench\",\n  \"device\": \"" + device + "\",\n  \"ranks\": " +
                   std::to_string(sh.ranks) + ",\n  \"quick\": " + (sh.quick ? "true" : "false") + ",\n  \"configs\": [";
-  for (size_t ci = 0; ci < std::size(kConfigs); ++ci) {
-    const Config& c = kConfigs[ci];
+  for (size_t ci = 0; ci < sh.configs.size(); ++ci) {
+    const Config& c = sh.configs[ci];
     j += std::string(ci ? "," : "") + "\n    {\"k\": " + std::to_string(c.k) + ", \"n\": " + std::to_string(c.n) +
-         ", \"calls\": " + std::to_string(sh.quick ? 50 : c.calls);
+         ", \"calls\": " + std::to_string(c.calls);
     for (const char* v : kVariants) {
       j += ", \"" + std::string(v) + "\": [";
       const auto& per_rank = sh.results[ci].at(v);
@@ -267,8 +245,12 @@ int main(int argc, char** argv) {
   ncclGetVersion(&nccl_version);
   std::printf("tp_bench: %d rank(s), one per %s, NCCL %d%s\n", ranks, prop.name, nccl_version,
               quick ? " (quick)" : "");
-  Shared sh{ranks, std::vector<ncclComm_t>(ranks), std::barrier<>(ranks), std::vector<Results>(std::size(kConfigs)),
-            quick};
+  std::vector<Config> configs(std::begin(kConfigs), std::end(kConfigs));
+  if (quick) {
+    for (Config& c : configs) c.calls = 50;
+  }
+  Shared sh{ranks, std::vector<ncclComm_t>(ranks), std::barrier<>(ranks), configs, quick ? 2 : 7,
+            std::vector<Results>(configs.size()), quick};
   std::vector<int> devices(ranks);
   for (int r = 0; r < ranks; ++r) devices[r] = r;
   if (ncclCommInitAll(sh.comms.data(), ranks, devices.data()) != ncclSuccess) {
@@ -280,10 +262,10 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   for (ncclComm_t c : sh.comms) ncclCommDestroy(c);
 
-  std::printf("\nus per call, slowest of %d rank(s) (median of %d repeats)\n", ranks, quick ? 2 : 7);
+  std::printf("\nus per call, slowest of %d rank(s) (median of %d repeats)\n", ranks, sh.repeats);
   std::printf("%4s %8s | %-22s | %-22s | %-22s | %s\n", "K", "N", "eager cpu / e2e", "raw graph cpu / e2e",
               "encore cpu / e2e", "encore e2e vs eager, vs raw");
-  for (size_t ci = 0; ci < std::size(kConfigs); ++ci) {
+  for (size_t ci = 0; ci < sh.configs.size(); ++ci) {
     std::map<std::string, Timing> worst;
     for (const char* v : kVariants) {
       for (const Timing& t : sh.results[ci][v]) {
@@ -296,20 +278,14 @@ int main(int argc, char** argv) {
       std::snprintf(b, sizeof(b), "%8.2f / %8.2f", worst[v].cpu_us, worst[v].e2e_us);
       return std::string(b);
     };
-    std::printf("%4d %8lld | %-22s | %-22s | %-22s | %.2fx faster, %.3fx raw\n", kConfigs[ci].k,
-                static_cast<long long>(kConfigs[ci].n), cell("eager").c_str(), cell("raw").c_str(),
+    std::printf("%4d %8lld | %-22s | %-22s | %-22s | %.2fx faster, %.3fx raw\n", sh.configs[ci].k,
+                static_cast<long long>(sh.configs[ci].n), cell("eager").c_str(), cell("raw").c_str(),
                 cell("encore").c_str(), worst["eager"].e2e_us / worst["encore"].e2e_us,
                 worst["encore"].e2e_us / worst["raw"].e2e_us);
   }
   const std::string json = Json(sh, prop.name);
-  std::vector<std::string> paths = {json_path};
-  for (const char* env : {"OUT", "RESULTS"}) {
-    if (const char* d = std::getenv(env); d && *d) paths.push_back(std::string(d) + "/tp_results.json");
-  }
-  for (const std::string& p : paths) {
-    std::ofstream f(p);
-    f << json;
-    std::printf("%s %s\n", f ? "wrote" : "could not write", p.c_str());
+  for (const std::string& p : encore::bench::WriteResults(json, json_path, "tp_results.json")) {
+    Error("could not write " + p);
   }
   if (!g_errors.empty()) {
     std::fprintf(stderr, "tp_bench: %zu error(s)\n", g_errors.size());

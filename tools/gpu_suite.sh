@@ -227,11 +227,9 @@ do_bench() {
   for f in "${files[@]}"; do
     name="${f##*/}"
     say "bench $name ..."
-    if [[ "$f" == *.py ]]; then
-      (cd "$gpu_bin/bench" && GPU_BIN="$gpu_bin" RESULTS="$results" "${wrap[@]}" python3 "$f") >"$results/bench_$name.log" 2>&1
-    else
-      (cd "$gpu_bin/bench" && RESULTS="$results" "${wrap[@]}" "$f") >"$results/bench_$name.log" 2>&1
-    fi
+    local cmd=("$f")
+    [[ "$f" != *.py ]] || cmd=(python3 "$f")
+    (cd "$gpu_bin/bench" && RESULTS="$results" "${wrap[@]}" "${cmd[@]}") >"$results/bench_$name.log" 2>&1
     rc=$?
     ran=$((ran + 1))
     say "bench $name: $(describe_rc "$rc") (output: $results/bench_$name.log)"

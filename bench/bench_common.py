@@ -1,0 +1,61 @@
+"""What the PyTorch benchmarks share: how calls are timed, and where their
+JSON goes (the --json path, plus a copy in $OUT and in $RESULTS when set;
+tools/gpu_suite.sh bench sets RESULTS). A module, not a benchmark:
+gpu_suite.sh runs only bench/*_bench.py."""
+
+import os
+import statistics
+import time
+
+
+def measure(torch, n, repeats, warmup, variants, barrier=None):
+    """Median CPU (submit) and end-to-end (submit + sync) us per call of each
+    (name, call) in variants, like MeasureInterleaved in bench/bench_util.h:
+    repeat r of every variant runs before repeat r+1 of any; barrier(), if
+    given, runs before each timed run (ranks line up there)."""
+    for _, call in variants:
+        for i in range(warmup):
+            call(i)
+    torch.cuda.synchronize()
+    cpu = {name: [] for name, _ in variants}
+    e2e = {name: [] for name, _ in variants}
+    for _ in range(repeats):
+        for name, call in variants:
+            if barrier:
+                barrier()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for i in range(n):
+                call(i)
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            cpu[name].append((t1 - t0) * 1e6 / n)
+            e2e[name].append((t2 - t0) * 1e6 / n)
+    return {name: {"cpu_us": round(statistics.median(cpu[name]), 3), "e2e_us": round(statistics.median(e2e[name]), 3)}
+            for name, _ in variants}
+
+
+def result_dirs():
+    dirs = []
+    for env in ("OUT", "RESULTS"):
+        d = os.environ.get(env)
+        if d and d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def write_json(text, json_path, file_name, errors):
+    """Writes text to json_path and to file_name in each result dir, once per
+    distinct file; appends a message to errors for each that fails."""
+    written = []
+    for p in [json_path] + [os.path.join(d, file_name) for d in result_dirs()]:
+        if os.path.abspath(p) in written:
+            continue
+        try:
+            with open(p, "w") as f:
+                f.write(text)
+            written.append(os.path.abspath(p))
+            print(f"wrote {p}")
+        except OSError as e:
+            errors.append(f"could not write {p}: {e}")
