@@ -19,6 +19,8 @@ namespace {
 
 using testing::DeviceBuffer;
 
+class GraphArenaGpuTest : public testing::GpuStreamTest {};
+
 constexpr size_t kScratchBytes = 3 << 20;     // each call's scratch
 constexpr size_t kCaptureExtra = 5 << 20;     // more, during capture only
 constexpr int64_t kN = 4096;
@@ -65,10 +67,9 @@ struct FailureCase {
   const char* stage;
 };
 
-class InjectedCaptureFailureTest : public ::testing::TestWithParam<FailureCase> {};
+class InjectedCaptureFailureTest : public testing::GpuStreamTest, public ::testing::WithParamInterface<FailureCase> {};
 
 TEST_P(InjectedCaptureFailureTest, EagerResultNothingLeakedNothingFreedTwice) {
-  ENCORE_REQUIRE_GPU();
   const FailureCase& fc = GetParam();
   LogCapture logs;
   ManagerOptions o;
@@ -77,8 +78,7 @@ TEST_P(InjectedCaptureFailureTest, EagerResultNothingLeakedNothingFreedTwice) {
   ASSERT_TRUE(mgr.ok());
   auto m = (*mgr)->Register(ScratchMethod(fc.extra_in_capture));
   ASSERT_TRUE(m.ok());
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const cudaStream_t s = this->s();
   DeviceBuffer<float> in(kN), out(kN);
   std::vector<float> x(kN);
   for (int64_t i = 0; i < kN; ++i) x[i] = static_cast<float>(i);
@@ -110,7 +110,6 @@ TEST_P(InjectedCaptureFailureTest, EagerResultNothingLeakedNothingFreedTwice) {
   // Later calls run eagerly and stay right.
   ASSERT_TRUE((*m)->Run({&ti, 1}, {&to, 1}, s).ok());
   EXPECT_EQ(out.Download()[10], 21.0f);
-  cudaStreamDestroy(s);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -126,14 +125,12 @@ INSTANTIATE_TEST_SUITE_P(
         FailureCase{"alloc_before_capture", CudaCall::kMalloc, 1, cudaErrorMemoryAllocation, false, "begin_capture"}),
     [](const ::testing::TestParamInfo<FailureCase>& i) { return std::string(i.param.name); });
 
-TEST(GraphArenaGpuTest, ReplaysNeverGrowMemory) {
-  ENCORE_REQUIRE_GPU();
+TEST_F(GraphArenaGpuTest, ReplaysNeverGrowMemory) {
   auto mgr = Manager::Create();
   ASSERT_TRUE(mgr.ok());
   auto m = (*mgr)->Register(ScratchMethod(true));
   ASSERT_TRUE(m.ok());
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const cudaStream_t s = this->s();
   DeviceBuffer<float> in(kN), out(kN), in2(kN), out2(kN);
   in.Fill(1.0f);
   in2.Fill(2.0f);
@@ -157,17 +154,14 @@ TEST(GraphArenaGpuTest, ReplaysNeverGrowMemory) {
   EXPECT_EQ(UsedBytes(), used);
   EXPECT_EQ(out.Download()[0], 3.0f);
   EXPECT_EQ(out2.Download()[0], 5.0f);
-  cudaStreamDestroy(s);
 }
 
-TEST(GraphArenaGpuTest, ReleaseFreesGraphMemoryAndRecaptureReusesTheSameAmount) {
-  ENCORE_REQUIRE_GPU();
+TEST_F(GraphArenaGpuTest, ReleaseFreesGraphMemoryAndRecaptureReusesTheSameAmount) {
   auto mgr = Manager::Create();
   ASSERT_TRUE(mgr.ok());
   auto m = (*mgr)->Register(ScratchMethod(false));
   ASSERT_TRUE(m.ok());
-  cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const cudaStream_t s = this->s();
   DeviceBuffer<float> in(kN), out(kN);
   in.Fill(3.0f);
   TensorRef a{in.get(), DType::kFloat32, {kN}, {}}, ao{out.get(), DType::kFloat32, {kN}, {}};
@@ -190,7 +184,6 @@ TEST(GraphArenaGpuTest, ReleaseFreesGraphMemoryAndRecaptureReusesTheSameAmount) 
   MethodReport r = (*m)->Report();
   EXPECT_EQ(r.captures, 2);
   EXPECT_EQ(r.memory.reserved_bytes, reserved);
-  cudaStreamDestroy(s);
 }
 
 }  // namespace

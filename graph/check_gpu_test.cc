@@ -15,6 +15,7 @@
 #include "encore/core/log_capture.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
+#include "encore/graph/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 extern char** environ;
@@ -40,8 +41,7 @@ MethodSpec Checked(CheckMode mode, int warmup) {
     cudaError_t e = testing::LaunchAllPositive(in, c.input(0).numel(), static_cast<bool*>(flag), c.stream());
     if (e != cudaSuccess) return CudaStatus(e, "LaunchAllPositive");
     ENCORE_RETURN_IF_ERROR(c.Check(static_cast<const bool*>(flag), "inputs must be positive"));
-    e = testing::LaunchAffine(in, static_cast<float*>(c.output(0).data), 2.0f, 1.0f, c.input(0).numel(), c.stream());
-    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+    return testing::AffineCall(c, 2.0f, 1.0f);
   };
   return spec;
 }

@@ -18,6 +18,7 @@
 #include "encore/graph/nccl_consensus.h"
 #include "encore/policy/rank_consensus.h"
 #include "encore/tests/device_buffer.h"
+#include "encore/graph/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 namespace encore {
@@ -57,9 +58,7 @@ RankResult RunRank(std::shared_ptr<RankConsensus> consensus, Fault fault, int ca
   spec.flags = f;
   spec.fn = [fault](Call& c) -> Status {
     if (fault == Fault::kRefuseCapture && c.kind() == CallKind::kCapture) return CaptureRefusal("rank refuses");
-    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
-                                          static_cast<float*>(c.output(0).data), 2.0f, 1.0f, kN, c.stream());
-    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+    return testing::AffineCall(c, 2.0f, 1.0f);
   };
   Method* m = *(*mgr)->Register(spec);
   cudaStream_t s;

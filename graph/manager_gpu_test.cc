@@ -18,6 +18,7 @@
 #include "encore/graph/manager.h"
 #include "encore/shims/read_scalar.h"
 #include "encore/tests/device_buffer.h"
+#include "encore/graph/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 namespace encore {
@@ -61,9 +62,7 @@ MethodSpec Affine(std::string name, std::atomic<int>* host_runs, std::optional<M
     const TensorRef& in = c.input(0);
     const TensorRef& out = c.output(0);
     if (in.numel() != out.numel()) return InvalidArgumentError("affine: numel differs");
-    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(in.data), static_cast<float*>(out.data), 2.0f,
-                                          1.0f, in.numel(), c.stream());
-    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+    return testing::AffineCall(c, 2.0f, 1.0f);
   };
   return spec;
 }
@@ -178,10 +177,7 @@ TEST(ManagerGpuTest, ManyInputsAndOutputsAreStagedInChunks) {
   spec.constants = std::vector<Constant>{};
   spec.fn = [](Call& c) -> Status {
     for (size_t i = 0; i < c.num_inputs(); ++i) {
-      cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(i).data),
-                                            static_cast<float*>(c.output(i).data), 1.0f, static_cast<float>(i),
-                                            c.input(i).numel(), c.stream());
-      if (e != cudaSuccess) return CudaStatus(e, "LaunchAffine");
+      ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 1.0f, static_cast<float>(i), i));
     }
     return OkStatus();
   };
@@ -366,9 +362,7 @@ TEST(ManagerGpuTest, ShimRefusalFallsBackToEager) {
   spec.constants = std::vector<Constant>{{"scalar", scalar.get(), sizeof(float)}};
   spec.fn = [&](Call& c) -> Status {
     ENCORE_ASSIGN_OR_RETURN(float s, shims::ReadScalar(scalar.get(), c.stream()));
-    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data), static_cast<float*>(c.output(0).data),
-                                          1.0f, s, c.input(0).numel(), c.stream());
-    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+    return testing::AffineCall(c, 1.0f, s);
   };
   auto m = fx.manager->Register(spec);
   ASSERT_TRUE(m.ok());
@@ -416,9 +410,7 @@ TEST(ManagerGpuTest, IllegalCallInCaptureFallsBackToEager) {
     cudaError_t e = cudaMemcpyAsync(&host, c.input(0).data, sizeof(float), cudaMemcpyDeviceToHost, c.stream());
     if (e == cudaSuccess) e = cudaStreamSynchronize(c.stream());
     if (e != cudaSuccess) return CudaStatus(e, "cudaMemcpyAsync to pageable memory");
-    e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data), static_cast<float*>(c.output(0).data), 1.0f,
-                              host, c.input(0).numel(), c.stream());
-    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+    return testing::AffineCall(c, 1.0f, host);
   };
   auto m = fx.manager->Register(spec);
   ASSERT_TRUE(m.ok());
@@ -516,9 +508,7 @@ void HostFlagCase(bool pinned) {
   spec.constants = std::vector<Constant>{{"use_double", flag, sizeof(int)}};
   spec.fn = [flag](Call& c) -> Status {
     float a = *flag ? 2.0f : 1.0f;
-    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
-                                          static_cast<float*>(c.output(0).data), a, 0.0f, c.input(0).numel(), c.stream());
-    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+    return testing::AffineCall(c, a, 0.0f);
   };
   auto m = fx.manager->Register(spec);
   ASSERT_TRUE(m.ok());

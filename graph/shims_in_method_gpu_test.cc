@@ -13,6 +13,7 @@
 #include "encore/shims/philox.h"
 #include "encore/shims/read_scalar.h"
 #include "encore/tests/device_buffer.h"
+#include "encore/graph/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 namespace encore {
@@ -37,10 +38,7 @@ TEST(ShimsInMethodTest, CountNonzeroRefusesCaptureAndFallsBack) {
   spec.fn = [](Call& c) -> Status {
     ENCORE_ASSIGN_OR_RETURN(int64_t k, shims::CountNonzero(static_cast<const bool*>(c.input(1).data),
                                                            c.input(1).numel(), c.stream()));
-    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
-                                          static_cast<float*>(c.output(0).data), 1.0f, static_cast<float>(k),
-                                          c.input(0).numel(), c.stream());
-    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "LaunchAffine");
+    return testing::AffineCall(c, 1.0f, static_cast<float>(k));
   };
   Method* m = *mgr->Register(spec);
   cudaStream_t s;
@@ -78,10 +76,7 @@ TEST(ShimsInMethodTest, MaskedCopyReplaysWithNewMasksEqualToCpuReference) {
   spec.flags = Warmup(1);
   // out = base; out[mask] = src[mask]
   spec.fn = [](Call& c) -> Status {
-    const TensorRef& base = c.input(0);
-    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(base.data), static_cast<float*>(c.output(0).data),
-                                          1.0f, 0.0f, base.numel(), c.stream());
-    if (e != cudaSuccess) return CudaStatus(e, "LaunchAffine");
+    ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 1.0f, 0.0f));
     return shims::MaskedCopy(c.output(0), static_cast<const bool*>(c.input(1).data), c.input(2), c.stream());
   };
   Method* m = *mgr->Register(spec);

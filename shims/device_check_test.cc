@@ -17,7 +17,6 @@
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "encore/core/gpu_test_util.h"
-#include "encore/core/stream.h"
 #include "encore/shims/mapped_check_record.h"
 #include "encore/shims/masked_copy.h"
 #include "encore/shims/shims_test_util.h"
@@ -27,19 +26,16 @@ namespace {
 
 using testing::DeviceBuffer;
 
-class DeviceCheckTest : public ::testing::Test {
+class DeviceCheckTest : public ::encore::testing::GpuStreamTest {
  protected:
   void SetUp() override {
-    ENCORE_REQUIRE_GPU();
-    auto s = Stream::Create();
-    ASSERT_TRUE(s.ok()) << s.status();
-    stream_ = std::move(*s);
+    GpuStreamTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     auto r = MappedCheckRecord::Create();
     ASSERT_TRUE(r.ok()) << r.status();
     record_ = std::move(*r);
     ASSERT_TRUE(cond_.ok() && seq_.ok());
   }
-  cudaStream_t s() const { return stream_.get(); }
   const bool* cond() const { return cond_.as<const bool>(); }
   void SetCond(bool v) { ASSERT_EQ(testing::Fill(cond_.get(), v ? 1 : 0, 1), cudaSuccess); }
   void SetSeq(unsigned long long v) {
@@ -52,7 +48,6 @@ class DeviceCheckTest : public ::testing::Test {
     EXPECT_EQ(record_.host()->call_index, 0);
   }
 
-  Stream stream_;
   MappedCheckRecord record_;
   DeviceBuffer cond_{1};
   DeviceBuffer seq_{sizeof(unsigned long long)};

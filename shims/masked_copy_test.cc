@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "encore/core/gpu_test_util.h"
-#include "encore/core/stream.h"
 #include "encore/shims/shims_test_util.h"
 
 namespace encore::shims {
@@ -86,8 +85,6 @@ class MaskedCopyTest : public ::encore::testing::GpuStreamTest {
       ASSERT_EQ(got[i], want[i]) << "byte " << i << " (element " << i / elem << ", mask " << int(mask[i / elem]) << ")";
     }
   }
-
-  Stream stream_;
 };
 
 TEST_F(MaskedCopyTest, MatchesCpuReferenceForEveryElementSize) {

@@ -24,13 +24,11 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   bool ok() const { return error_ == cudaSuccess && (p_ != nullptr || bytes_ == 0); }
-  cudaError_t error() const { return error_; }
   void* get() const { return p_; }
   template <class T>
   T* as() const {
     return static_cast<T*>(p_);
   }
-  size_t bytes() const { return bytes_; }
 
  private:
   void* p_ = nullptr;
