@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "encore/core/cuda_api.h"
-#include "encore/core/gpu_test_util.h"
-#include "encore/core/log_capture.h"
+#include "encore/tests/gpu_test_util.h"
+#include "encore/tests/log_capture.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/test_kernels.h"

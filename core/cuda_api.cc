@@ -3,11 +3,28 @@
 #include <array>
 #include <cassert>
 
+cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                                            const cudaGraphNode_t** deps, size_t* num_deps) {
+#if CUDART_VERSION >= 13000
+  return cudaStreamGetCaptureInfo(stream, status, nullptr, nullptr, deps, nullptr, num_deps);
+#elif CUDART_VERSION >= 12030
+  return cudaStreamGetCaptureInfo_v3(stream, status, nullptr, nullptr, deps, nullptr, num_deps);
+#else
+  return cudaStreamGetCaptureInfo_v2(stream, status, nullptr, nullptr, deps, num_deps);
+#endif
+}
+
 namespace encore {
 namespace {
 
+// The runtime's name for each call ("encore_" marks our version-neutral
+// wrappers, which are named after the runtime call they wrap).
+constexpr std::string_view RuntimeName(std::string_view fn) {
+  return fn.starts_with("encore_") ? fn.substr(7) : fn;
+}
+
 constexpr std::string_view kNames[] = {
-#define ENCORE_X_(name, fn, args) #fn,
+#define ENCORE_X_(name, fn, args) RuntimeName(#fn),
     ENCORE_CUDA_API_LIST(ENCORE_X_)
 #undef ENCORE_X_
 };

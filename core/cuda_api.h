@@ -1,5 +1,6 @@
-// The fault seam: every CUDA runtime call that capture, instantiation, launch,
-// update and allocation make goes through one table of function pointers.
+// The fault seam: every CUDA runtime call encore makes goes through one table
+// of function pointers (kernel launches excepted: their errors are read back
+// through GetLastError, which is in the table).
 // Production code calls `cuda().GraphLaunch(...)`; that costs one load and one
 // indirect call. A test installs a CudaFaultInjector, which swaps the table
 // for one that counts calls and fails the Nth call of a named API with an
@@ -60,7 +61,20 @@
   X(MemGetInfo, cudaMemGetInfo, (size_t*, size_t*))                                          \
   X(PointerGetAttributes, cudaPointerGetAttributes, (cudaPointerAttributes*, const void*))   \
   X(GetDevice, cudaGetDevice, (int*))                                                        \
-  X(GetDeviceCount, cudaGetDeviceCount, (int*))
+  X(SetDevice, cudaSetDevice, (int))                                                         \
+  X(GetDeviceCount, cudaGetDeviceCount, (int*))                                              \
+  X(DeviceSynchronize, cudaDeviceSynchronize, ())                                            \
+  X(GetLastError, cudaGetLastError, ())                                                      \
+  X(StreamQuery, cudaStreamQuery, (cudaStream_t))                                            \
+  X(StreamGetCaptureInfo, encore_cudaStreamGetCaptureInfo,                                   \
+    (cudaStream_t, cudaStreamCaptureStatus*, const cudaGraphNode_t**, size_t*))             \
+  X(GraphAddEventRecordNode, cudaGraphAddEventRecordNode,                                    \
+    (cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaEvent_t))
+
+// cudaStreamGetCaptureInfo's status and dependency nodes, with one signature
+// for every CUDA version (the runtime's own signature changed in 13.0).
+cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                                            const cudaGraphNode_t** deps, size_t* num_deps);
 
 namespace encore {
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "encore/core/log_capture.h"
+#include "encore/tests/log_capture.h"
 
 namespace encore {
 namespace {

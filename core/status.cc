@@ -1,5 +1,8 @@
 #include "encore/core/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace encore {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -58,5 +61,13 @@ Status CaptureRefusal(std::string_view message) {
 }
 
 bool IsCaptureRefusal(const Status& status) { return status.capture_refusal(); }
+
+namespace internal {
+void DieOnErrorValue(const Status& status) {
+  std::fprintf(stderr, "encore: StatusOr::value() on an error: %s\n", status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace internal
 
 }  // namespace encore

@@ -4,7 +4,6 @@
 #ifndef ENCORE_CORE_STATUS_H_
 #define ENCORE_CORE_STATUS_H_
 
-#include <cassert>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -36,7 +35,9 @@ enum class StatusCode : int {
 
 std::string_view StatusCodeName(StatusCode code);
 
-class Status {
+// [[nodiscard]]: a dropped Status is a dropped error; write `(void)` where
+// ignoring one is deliberate, and say why.
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string_view message);
@@ -87,8 +88,15 @@ Status OutOfRangeError(std::string_view message);
 Status CaptureRefusal(std::string_view message);
 bool IsCaptureRefusal(const Status& status);
 
+namespace internal {
+// Prints "StatusOr::value() on an error: <status>" to stderr and aborts. Out
+// of line and the same in every build mode: reading the value of an error is
+// a bug that must stop the process, never undefined behaviour.
+[[noreturn]] void DieOnErrorValue(const Status& status);
+}  // namespace internal
+
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   // An error status; an OK status here is a programming error and becomes
   // kInternal rather than a StatusOr without a value.
@@ -103,16 +111,17 @@ class StatusOr {
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
 
+  // On an error these end the process with the status text.
   T& value() & {
-    assert(ok());
+    if (!ok()) internal::DieOnErrorValue(status_);
     return *value_;
   }
   const T& value() const& {
-    assert(ok());
+    if (!ok()) internal::DieOnErrorValue(status_);
     return *value_;
   }
   T&& value() && {
-    assert(ok());
+    if (!ok()) internal::DieOnErrorValue(status_);
     return std::move(*value_);
   }
   T& operator*() & { return value(); }

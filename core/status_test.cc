@@ -83,3 +83,14 @@ TEST(StatusMacrosTest, PropagateErrors) {
 
 }  // namespace
 }  // namespace encore
+
+// Reading the value of an error ends the process with the status text in
+// every build mode (the old assert vanished under NDEBUG, which left
+// undefined behaviour).
+TEST(StatusOrDeathTest, ValueOfAnErrorDiesWithTheStatusText) {
+  encore::StatusOr<int> err = encore::InvalidArgumentError("input 0 is bad");
+  EXPECT_DEATH((void)err.value(), "INVALID_ARGUMENT: input 0 is bad");
+  EXPECT_DEATH((void)*err, "StatusOr::value\\(\\) on an error");
+  const encore::StatusOr<std::string> cerr = encore::InternalError("boom");
+  EXPECT_DEATH((void)cerr->size(), "INTERNAL: boom");
+}

@@ -6,7 +6,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <string_view>
 
+#include "encore/core/cuda_handle.h"
 #include "encore/core/status.h"
 
 namespace encore {
@@ -32,46 +34,33 @@ class StreamView {
   cudaStream_t s_;
 };
 
+namespace internal {
+struct StreamTraits {
+  using Handle = cudaStream_t;
+  static cudaError_t Destroy(cudaStream_t s);
+  static constexpr std::string_view kWhat = "stream";
+};
+struct EventTraits {
+  using Handle = cudaEvent_t;
+  static cudaError_t Destroy(cudaEvent_t e);
+  static constexpr std::string_view kWhat = "event";
+};
+}  // namespace internal
+
 // Owns a non-blocking stream.
-class Stream {
+class Stream : public CudaHandle<internal::StreamTraits> {
  public:
-  static StatusOr<Stream> Create(unsigned flags = cudaStreamNonBlocking);
-  Stream() = default;
-  ~Stream();
-  Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
-  Stream& operator=(Stream&& o) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-
-  cudaStream_t get() const { return s_; }
-  StreamView view() const { return StreamView(s_); }
-  explicit operator bool() const { return s_ != nullptr; }
-
- private:
-  explicit Stream(cudaStream_t s) : s_(s) {}
-  void Reset();
-  cudaStream_t s_ = nullptr;
+  using CudaHandle::CudaHandle;
+  [[nodiscard]] static StatusOr<Stream> Create(unsigned flags = cudaStreamNonBlocking);
+  StreamView view() const { return StreamView(get()); }
 };
 
 // Owns an event; timing is off by default because timing events cost more to
 // record and nothing on the replay path needs them.
-class Event {
+class Event : public CudaHandle<internal::EventTraits> {
  public:
-  static StatusOr<Event> Create(unsigned flags = cudaEventDisableTiming);
-  Event() = default;
-  ~Event();
-  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
-  Event& operator=(Event&& o) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
-  cudaEvent_t get() const { return e_; }
-  explicit operator bool() const { return e_ != nullptr; }
-
- private:
-  explicit Event(cudaEvent_t e) : e_(e) {}
-  void Reset();
-  cudaEvent_t e_ = nullptr;
+  using CudaHandle::CudaHandle;
+  [[nodiscard]] static StatusOr<Event> Create(unsigned flags = cudaEventDisableTiming);
 };
 
 }  // namespace encore

@@ -18,7 +18,7 @@
 
 #include "encore/encore.h"
 #include "encore/examples/example_util.h"
-#include "encore/graph/nccl_consensus.h"
+#include "encore/policy/nccl_consensus.h"
 #include "encore/tests/test_kernels.h"
 
 namespace ex = encore::examples;

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "encore/core/cuda_error.h"
-#include "encore/core/gpu_test_util.h"
-#include "encore/core/log_capture.h"
+#include "encore/tests/gpu_test_util.h"
+#include "encore/tests/log_capture.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
-#include "encore/graph/affine_call.h"
+#include "encore/tests/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 extern char** environ;

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "encore/core/cuda_error.h"
-#include "encore/core/gpu_test_util.h"
+#include "encore/tests/gpu_test_util.h"
 #include "encore/graph/manager.h"
-#include "encore/graph/nccl_consensus.h"
+#include "encore/policy/nccl_consensus.h"
 #include "encore/policy/rank_consensus.h"
 #include "encore/tests/device_buffer.h"
-#include "encore/graph/affine_call.h"
+#include "encore/tests/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 namespace encore {

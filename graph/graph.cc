@@ -1,9 +1,14 @@
 #include "encore/graph/graph.h"
 
+#include <string>
+
 #include "encore/core/cuda_api.h"
-#include "encore/core/log.h"
 
 namespace encore {
+namespace internal {
+cudaError_t GraphTraits::Destroy(cudaGraph_t g) { return cuda().GraphDestroy(g); }
+cudaError_t GraphExecTraits::Destroy(cudaGraphExec_t e) { return cuda().GraphExecDestroy(e); }
+}  // namespace internal
 
 StatusOr<Graph> Graph::Create() {
   cudaGraph_t g = nullptr;
@@ -11,29 +16,9 @@ StatusOr<Graph> Graph::Create() {
   return Graph(g);
 }
 
-Graph::~Graph() { Reset(); }
-
-Graph& Graph::operator=(Graph&& o) noexcept {
-  if (this != &o) {
-    Reset();
-    g_ = o.g_;
-    o.g_ = nullptr;
-  }
-  return *this;
-}
-
-void Graph::Reset() {
-  if (!g_) return;
-  cudaError_t err = cuda().GraphDestroy(g_);
-  if (err != cudaSuccess) {
-    EventLog().Error("destroy_failed", {{"what", "graph"}, {"error", cudaGetErrorName(err)}});
-  }
-  g_ = nullptr;
-}
-
 StatusOr<size_t> Graph::NodeCount() const {
   size_t n = 0;
-  ENCORE_CUDA_CALL(GraphGetNodes, g_, nullptr, &n);
+  ENCORE_CUDA_CALL(GraphGetNodes, get(), nullptr, &n);
   return n;
 }
 
@@ -43,38 +28,18 @@ StatusOr<GraphExec> GraphExec::Instantiate(const Graph& graph, unsigned long lon
   return GraphExec(e);
 }
 
-GraphExec::~GraphExec() { Reset(); }
-
-GraphExec& GraphExec::operator=(GraphExec&& o) noexcept {
-  if (this != &o) {
-    Reset();
-    e_ = o.e_;
-    o.e_ = nullptr;
-  }
-  return *this;
-}
-
-void GraphExec::Reset() {
-  if (!e_) return;
-  cudaError_t err = cuda().GraphExecDestroy(e_);
-  if (err != cudaSuccess) {
-    EventLog().Error("destroy_failed", {{"what", "graph_exec"}, {"error", cudaGetErrorName(err)}});
-  }
-  e_ = nullptr;
-}
-
 Status GraphExec::Launch(cudaStream_t stream) const {
-  ENCORE_CUDA_CALL(GraphLaunch, e_, stream);
+  ENCORE_CUDA_CALL(GraphLaunch, get(), stream);
   return OkStatus();
 }
 
 Status GraphExec::Update(const Graph& graph) {
   cudaGraphExecUpdateResultInfo info{};
-  cudaError_t err = cuda().GraphExecUpdate(e_, graph.get(), &info);
+  cudaError_t err = cuda().GraphExecUpdate(get(), graph.get(), &info);
   if (err == cudaSuccess) return OkStatus();
   // A refused update leaves a sticky-looking error behind in cudart's
   // last-error slot; clear it so the caller's own cudaGetLastError stays clean.
-  (void)cudaGetLastError();
+  (void)cuda().GetLastError();
   return CudaStatus(err, CudaCallName(CudaCall::kGraphExecUpdate),
                     "update result " + std::to_string(static_cast<int>(info.result)));
 }

@@ -1,62 +1,49 @@
 // Graph and GraphExec: move-only owners of a CUDA graph and of its executable.
-// Destructors never throw; if CUDA refuses a destroy they log at error.
+// Both are CudaHandles: destructors never throw, and a refused destroy is
+// logged at error.
 #ifndef ENCORE_GRAPH_GRAPH_H_
 #define ENCORE_GRAPH_GRAPH_H_
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <vector>
+#include <string_view>
 
+#include "encore/core/cuda_handle.h"
 #include "encore/core/status.h"
 
 namespace encore {
 
-class Graph {
+namespace internal {
+struct GraphTraits {
+  using Handle = cudaGraph_t;
+  static cudaError_t Destroy(cudaGraph_t g);
+  static constexpr std::string_view kWhat = "graph";
+};
+struct GraphExecTraits {
+  using Handle = cudaGraphExec_t;
+  static cudaError_t Destroy(cudaGraphExec_t e);
+  static constexpr std::string_view kWhat = "graph_exec";
+};
+}  // namespace internal
+
+class Graph : public CudaHandle<internal::GraphTraits> {
  public:
-  Graph() = default;
-  // Takes ownership of `g`.
-  explicit Graph(cudaGraph_t g) : g_(g) {}
-  static StatusOr<Graph> Create();
-  ~Graph();
-  Graph(Graph&& o) noexcept : g_(o.g_) { o.g_ = nullptr; }
-  Graph& operator=(Graph&& o) noexcept;
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-
-  cudaGraph_t get() const { return g_; }
-  explicit operator bool() const { return g_ != nullptr; }
-  StatusOr<size_t> NodeCount() const;
-
- private:
-  void Reset();
-  cudaGraph_t g_ = nullptr;
+  using CudaHandle::CudaHandle;
+  [[nodiscard]] static StatusOr<Graph> Create();
+  [[nodiscard]] StatusOr<size_t> NodeCount() const;
 };
 
-class GraphExec {
+class GraphExec : public CudaHandle<internal::GraphExecTraits> {
  public:
-  GraphExec() = default;
-  explicit GraphExec(cudaGraphExec_t e) : e_(e) {}
+  using CudaHandle::CudaHandle;
   // Instantiates `graph`. Failures name cudaGraphInstantiateWithFlags.
-  static StatusOr<GraphExec> Instantiate(const Graph& graph, unsigned long long flags = 0);
-  ~GraphExec();
-  GraphExec(GraphExec&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
-  GraphExec& operator=(GraphExec&& o) noexcept;
-  GraphExec(const GraphExec&) = delete;
-  GraphExec& operator=(const GraphExec&) = delete;
-
-  cudaGraphExec_t get() const { return e_; }
-  explicit operator bool() const { return e_ != nullptr; }
-
-  Status Launch(cudaStream_t stream) const;
+  [[nodiscard]] static StatusOr<GraphExec> Instantiate(const Graph& graph, unsigned long long flags = 0);
+  [[nodiscard]] Status Launch(cudaStream_t stream) const;
   // Updates this executable in place to run `graph`. kFailedPrecondition
   // when CUDA refuses the update (a different topology, say); the executable
   // is then unchanged and still runs the graph it ran before.
-  Status Update(const Graph& graph);
-
- private:
-  void Reset();
-  cudaGraphExec_t e_ = nullptr;
+  [[nodiscard]] Status Update(const Graph& graph);
 };
 
 }  // namespace encore

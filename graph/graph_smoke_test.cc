@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "encore/core/cuda_api.h"
-#include "encore/core/gpu_test_util.h"
+#include "encore/tests/gpu_test_util.h"
 #include "encore/core/stream.h"
 #include "encore/graph/graph.h"
 #include "encore/tests/test_kernels.h"

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "encore/core/cuda_api.h"
-#include "encore/core/gpu_test_util.h"
-#include "encore/core/log_capture.h"
+#include "encore/tests/gpu_test_util.h"
+#include "encore/tests/log_capture.h"
 #include "encore/graph/manager.h"
 #include "encore/shims/read_scalar.h"
 #include "encore/tests/device_buffer.h"
-#include "encore/graph/affine_call.h"
+#include "encore/tests/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 namespace encore {

@@ -53,12 +53,12 @@ namespace {
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device) {
-      restore_ = cudaSetDevice(device) == cudaSuccess;
+    if (cuda().GetDevice(&previous_) == cudaSuccess && previous_ != device) {
+      restore_ = cuda().SetDevice(device) == cudaSuccess;
     }
   }
   ~DeviceGuard() {
-    if (restore_) (void)cudaSetDevice(previous_);
+    if (restore_) (void)cuda().SetDevice(previous_);
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;

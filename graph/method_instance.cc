@@ -8,9 +8,9 @@
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "encore/graph/stream_capture.h"
-#include "encore/shims/device_check.h"
-#include "encore/shims/mapped_check_record.h"
-#include "encore/shims/scoped_thread_capture.h"
+#include "encore/graph/device_check_kernel.h"
+#include "encore/graph/mapped_check_record.h"
+#include "encore/core/scoped_thread_capture.h"
 
 namespace encore {
 namespace {
@@ -232,7 +232,7 @@ std::string MethodInstance::CheckConstants() {
     cudaPointerAttributes attr{};
     cudaError_t err = cuda().PointerGetAttributes(&attr, c.data);
     if (err != cudaSuccess) {
-      (void)cudaGetLastError();
+      (void)cuda().GetLastError();
       log_.Warn("constant_unknown", {{"method", name_}, {"constant", c.name}, {"error", cudaGetErrorName(err)}});
       continue;
     }
@@ -484,7 +484,7 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
   {
     // Tells the readback shims this thread is capturing, so a read on a
     // stream other than the captured one refuses instead of breaking it.
-    shims::ScopedThreadCapture thread_capture;
+    ScopedThreadCapture thread_capture;
     StatusOr<StreamCapture> cap = StreamCapture::Begin(cs);
     if (!cap.ok()) {
       return fail(CaptureStage::kBegin, cap.status(), false);
@@ -569,7 +569,7 @@ Status MethodInstance::CaptureAndLaunch(std::span<const TensorRef> inputs, std::
         // Release and a launch on another stream can wait for it without an
         // API call per replay.
         cudaGraphNode_t record = nullptr;
-        cudaError_t err = cudaGraphAddEventRecordNode(&record, graph->get(), frontier.data(), frontier.size(),
+        cudaError_t err = cuda().GraphAddEventRecordNode(&record, graph->get(), frontier.data(), frontier.size(),
                                                       last_launch_event_.get());
         if (err != cudaSuccess) failure = CudaStatus(err, "cudaGraphAddEventRecordNode");
       } else {
@@ -709,8 +709,8 @@ StatusOr<void*> MethodInstance::Allocate(CallKind kind, cudaStream_t stream, siz
 
 Status MethodInstance::EnsureCheckState() {
   if (check_record_) return OkStatus();
-  ENCORE_ASSIGN_OR_RETURN(auto rec, shims::MappedCheckRecord::Create());
-  check_record_ = std::make_unique<shims::MappedCheckRecord>(std::move(rec));
+  ENCORE_ASSIGN_OR_RETURN(auto rec, MappedCheckRecord::Create());
+  check_record_ = std::make_unique<MappedCheckRecord>(std::move(rec));
   return OkStatus();
 }
 
@@ -718,7 +718,7 @@ Status MethodInstance::Check(const Call& call, const bool* device_cond, std::str
   if (flags_.checks == CheckMode::kOff) return OkStatus();
   if (device_cond == nullptr) return InvalidArgumentError(Quoted(name_) + ": Check got a null condition pointer");
   const bool trap = flags_.checks == CheckMode::kTrap;
-  shims::CheckRecord* rec = nullptr;
+  CheckRecord* rec = nullptr;
   if (!trap) {
     ENCORE_RETURN_IF_ERROR(EnsureCheckState());
     rec = check_record_->device();
@@ -729,7 +729,7 @@ Status MethodInstance::Check(const Call& call, const bool* device_cond, std::str
   int id = static_cast<int>(it - check_messages_.begin());
   if (it == check_messages_.end()) check_messages_.emplace_back(message);
   const bool in_graph = call.kind() == CallKind::kCapture;
-  cudaError_t err = shims::LaunchDeviceCheck(device_cond, rec, id, in_graph ? device_sequence_ : nullptr,
+  cudaError_t err = LaunchDeviceCheck(device_cond, rec, id, in_graph ? device_sequence_ : nullptr,
                                              call.index(), trap, call.stream());
   if (err != cudaSuccess) return CudaStatus(err, "device check launch", Quoted(name_));
   return OkStatus();
@@ -737,11 +737,11 @@ Status MethodInstance::Check(const Call& call, const bool* device_cond, std::str
 
 Status MethodInstance::TakeCheckFailure() {
   if (!check_record_) return OkStatus();
-  volatile shims::CheckRecord* r = check_record_->host();
+  volatile CheckRecord* r = check_record_->host();
   if (!r->failed) return OkStatus();
   // The kernel claims the record before it writes the other fields; wait for
   // it to finish. This is the failure path only, never a replay.
-  (void)cudaDeviceSynchronize();
+  (void)cuda().DeviceSynchronize();
   int id = r->check_id;
   int64_t call = r->call_index;
   if (call < 0) {

@@ -26,7 +26,7 @@
 #include "encore/policy/capture_policy.h"
 #include "encore/policy/method_flags.h"
 #include "encore/policy/rank_consensus.h"
-#include "encore/shims/mapped_check_record.h"
+#include "encore/graph/mapped_check_record.h"
 
 namespace encore {
 
@@ -119,7 +119,7 @@ class MethodInstance {
   // Device checks (record mode). The sequence counter lives in device memory
   // and is bumped by every graph launch's first node; launch_calls_ maps a
   // sequence number back to the call index that launched it.
-  std::unique_ptr<shims::MappedCheckRecord> check_record_;
+  std::unique_ptr<MappedCheckRecord> check_record_;
   unsigned long long* device_sequence_ = nullptr;
   uint64_t launches_ = 0;
   static constexpr size_t kLaunchRing = 4096;

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "encore/core/cuda_error.h"
-#include "encore/core/gpu_test_util.h"
+#include "encore/tests/gpu_test_util.h"
 #include "encore/graph/manager.h"
 #include "encore/shims/masked_copy.h"
 #include "encore/shims/philox.h"
 #include "encore/shims/read_scalar.h"
 #include "encore/tests/device_buffer.h"
-#include "encore/graph/affine_call.h"
+#include "encore/tests/affine_call.h"
 #include "encore/tests/test_kernels.h"
 
 namespace encore {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "encore/core/cuda_api.h"
+
 namespace encore {
 namespace {
 
@@ -40,7 +42,7 @@ cudaError_t LaunchStage(const StageParams& params, uint64_t max_bytes, cudaStrea
   unsigned blocks = static_cast<unsigned>(std::clamp<uint64_t>((words + kThreads - 1) / kThreads, 1, 1024));
   dim3 grid(blocks, static_cast<unsigned>(std::max(params.count, 1)));
   StageKernel<<<grid, kThreads, 0, stream>>>(params);
-  return cudaGetLastError();
+  return ::encore::cuda().GetLastError();  // through the fault seam
 }
 
 }  // namespace encore

@@ -18,7 +18,7 @@ StreamCapture::~StreamCapture() {
   if (g) (void)cuda().GraphDestroy(g);
   // An invalidated capture leaves its error in cudart's last-error slot;
   // clear it so the caller's own error checks do not see ours.
-  (void)cudaGetLastError();
+  (void)cuda().GetLastError();
   if (err != cudaSuccess && !IsCaptureError(err)) {
     EventLog().Error("end_capture_failed", {{"error", cudaGetErrorName(err)}});
   }
@@ -28,8 +28,7 @@ StatusOr<std::vector<cudaGraphNode_t>> StreamCapture::Frontier() const {
   cudaStreamCaptureStatus status;
   const cudaGraphNode_t* deps = nullptr;
   size_t n = 0;
-  cudaError_t err = cudaStreamGetCaptureInfo(stream_, &status, nullptr, nullptr, &deps, nullptr, &n);
-  if (err != cudaSuccess) return CudaStatus(err, "cudaStreamGetCaptureInfo");
+  ENCORE_CUDA_CALL(StreamGetCaptureInfo, stream_, &status, &deps, &n);
   if (status != cudaStreamCaptureStatusActive) {
     return FailedPreconditionError("cudaStreamGetCaptureInfo: the capture is no longer active (invalidated)");
   }
@@ -49,15 +48,17 @@ StatusOr<Graph> StreamCapture::End(bool* cuda_capture_error) {
   cudaError_t err = cuda().StreamEndCapture(stream_, &g);
   if (err != cudaSuccess) {
     if (g) (void)cuda().GraphDestroy(g);
-    (void)cudaGetLastError();
+    (void)cuda().GetLastError();
     // An injected or real end-capture failure can leave the stream still in
-    // capture mode; end it for real so the stream is usable.
+    // capture mode; end it for real (past the seam, which may be failing
+    // these very calls) so the stream is usable.
+    const CudaApi& real = RealCudaApi();
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream_, &st) == cudaSuccess && st != cudaStreamCaptureStatusNone) {
+    if (real.StreamIsCapturing(stream_, &st) == cudaSuccess && st != cudaStreamCaptureStatusNone) {
       cudaGraph_t g2 = nullptr;
-      (void)cudaStreamEndCapture(stream_, &g2);
-      if (g2) (void)cudaGraphDestroy(g2);
-      (void)cudaGetLastError();
+      (void)real.StreamEndCapture(stream_, &g2);
+      if (g2) (void)real.GraphDestroy(g2);
+      (void)real.GetLastError();
     }
     *cuda_capture_error = IsCaptureError(err);
     return CudaStatus(err, CudaCallName(CudaCall::kStreamEndCapture));

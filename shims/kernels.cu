@@ -1,5 +1,7 @@
 #include "encore/shims/kernels.h"
 
+#include "encore/core/cuda_api.h"
+
 #include "encore/shims/philox_reference.h"
 
 namespace encore::shims::internal {
@@ -45,7 +47,7 @@ template <typename T>
 cudaError_t LaunchSelect(void* out, const bool* mask, const void* src, int64_t n, cudaStream_t stream) {
   MaskedSelectKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
       static_cast<T*>(out), reinterpret_cast<const unsigned char*>(mask), static_cast<const T*>(src), n);
-  return cudaGetLastError();
+  return ::encore::cuda().GetLastError();  // through the fault seam
 }
 
 // One thread per 4-wide counter. Thread 0 of each block reads seed and
@@ -96,14 +98,14 @@ __global__ void PhiloxKernel(PhiloxState* state, float* out, int64_t n) {
 template <bool kNormal>
 cudaError_t LaunchPhilox(PhiloxState* state, float* out, int64_t n, cudaStream_t stream) {
   PhiloxKernel<kNormal><<<Blocks((n + 3) / 4), kThreads, 0, stream>>>(state, out, n);
-  return cudaGetLastError();
+  return ::encore::cuda().GetLastError();  // through the fault seam
 }
 
 }  // namespace
 
 cudaError_t LaunchCountNonzero(const bool* mask, int64_t n, unsigned long long* count, cudaStream_t stream) {
   CountNonzeroKernel<<<Blocks(n), kThreads, 0, stream>>>(reinterpret_cast<const unsigned char*>(mask), n, count);
-  return cudaGetLastError();
+  return ::encore::cuda().GetLastError();  // through the fault seam
 }
 
 cudaError_t LaunchMaskedSelect(void* out, const bool* mask, const void* src, int64_t n, size_t elem_size,

@@ -10,8 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "encore/core/gpu_test_util.h"
-#include "encore/shims/shims_test_util.h"
+#include "encore/tests/gpu_test_util.h"
+#include "encore/tests/device_buffer.h"
+#include "encore/tests/process_util.h"
 
 namespace encore::shims {
 namespace {

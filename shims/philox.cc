@@ -37,26 +37,26 @@ StatusOr<Philox> Philox::Create(std::optional<uint64_t> seed, PhiloxOptions opti
 Philox::Philox(std::optional<uint64_t> seed, PhiloxOptions options)
     : seed_(seed), options_(std::move(options)) {}
 
-Philox::Philox(Philox&& other) noexcept
-    : seed_(other.seed_), options_(std::move(other.options_)), state_(std::exchange(other.state_, nullptr)) {}
-
 Philox& Philox::operator=(Philox&& other) noexcept {
   if (this != &other) {
     FreeState();
     seed_ = other.seed_;
     options_ = std::move(other.options_);
-    state_ = std::exchange(other.state_, nullptr);
+    state_ = std::move(other.state_);
   }
   return *this;
 }
 
 Philox::~Philox() { FreeState(); }
 
+namespace internal {
+cudaError_t PhiloxStateTraits::Destroy(PhiloxState* state) { return cuda().Free(state); }
+}  // namespace internal
+
 void Philox::FreeState() {
-  if (state_ == nullptr) return;
-  cudaError_t err = cuda().Free(state_);
-  state_ = nullptr;
-  if (err != cudaSuccess) {
+  // Destroyed here rather than by the handle, so the error goes to this
+  // generator's logger.
+  if (cudaError_t err = state_.Destroy(); err != cudaSuccess) {
     EventLog(options_.logger).Error("destroy_failed", {{"what", "philox_state"}, {"error", cudaGetErrorName(err)}});
   }
 }
@@ -71,14 +71,14 @@ Status Philox::Draw(bool normal, float* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return OkStatus();
   if (out == nullptr) return InvalidArgumentError(std::string(name) + ": out is null with n = " + std::to_string(n));
   ENCORE_RETURN_IF_ERROR(EnsureInitialized(stream));
-  cudaError_t err = normal ? internal::LaunchPhiloxNormal(state_, out, n, stream)
-                           : internal::LaunchPhiloxUniform(state_, out, n, stream);
+  cudaError_t err = normal ? internal::LaunchPhiloxNormal(state_.get(), out, n, stream)
+                           : internal::LaunchPhiloxUniform(state_.get(), out, n, stream);
   if (err != cudaSuccess) return CudaStatus(err, std::string(name) + " kernel launch");
   return OkStatus();
 }
 
 Status Philox::EnsureInitialized(cudaStream_t stream) {
-  if (state_ != nullptr) return OkStatus();
+  if (state_) return OkStatus();
   Status st = Initialize(stream);
   // A refusal is the expected answer inside a capture, not a failure.
   if (!st.ok() && !IsCaptureRefusal(st)) {
@@ -112,17 +112,17 @@ Status Philox::Initialize(cudaStream_t stream) {
     }
     return st;
   }
-  state_ = static_cast<internal::PhiloxState*>(p);
+  state_ = CudaHandle<internal::PhiloxStateTraits>(static_cast<internal::PhiloxState*>(p));
   seed_ = seed;
   return OkStatus();
 }
 
 StatusOr<uint64_t> Philox::Offset(cudaStream_t stream) {
-  if (state_ == nullptr) return uint64_t{0};
+  if (!state_) return uint64_t{0};
   ENCORE_RETURN_IF_ERROR(internal::RefuseIfCapturing(
       stream, "Philox::Offset reads the device offset back to the host, which a CUDA graph cannot record"));
   unsigned long long offset = 0;
-  ENCORE_RETURN_IF_ERROR(internal::ReadBack(&offset, &state_->offset, sizeof offset, stream));
+  ENCORE_RETURN_IF_ERROR(internal::ReadBack(&offset, &state_.get()->offset, sizeof offset, stream));
   return static_cast<uint64_t>(offset);
 }
 

@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "encore/core/cuda_handle.h"
 #include "encore/core/status.h"
 
 namespace spdlog {
@@ -22,6 +24,11 @@ namespace encore::shims {
 
 namespace internal {
 struct PhiloxState;
+struct PhiloxStateTraits {
+  using Handle = PhiloxState*;
+  static cudaError_t Destroy(PhiloxState* state);
+  static constexpr std::string_view kWhat = "philox_state";
+};
 }  // namespace internal
 
 struct PhiloxOptions {
@@ -50,7 +57,7 @@ class Philox {
   // the error; the next draw tries again.
   static StatusOr<Philox> Create(std::optional<uint64_t> seed = {}, PhiloxOptions options = {});
 
-  Philox(Philox&& other) noexcept;
+  Philox(Philox&& other) noexcept = default;
   Philox& operator=(Philox&& other) noexcept;
   Philox(const Philox&) = delete;
   Philox& operator=(const Philox&) = delete;
@@ -73,7 +80,7 @@ class Philox {
   // The seed in use: the one given to Create, or the one drawn from
   // std::random_device once the first draw has set up the device state.
   std::optional<uint64_t> seed() const { return seed_; }
-  bool initialized() const { return state_ != nullptr; }
+  bool initialized() const { return static_cast<bool>(state_); }
 
  private:
   Philox(std::optional<uint64_t> seed, PhiloxOptions options);
@@ -84,7 +91,7 @@ class Philox {
 
   std::optional<uint64_t> seed_;
   PhiloxOptions options_;
-  internal::PhiloxState* state_ = nullptr;
+  CudaHandle<internal::PhiloxStateTraits> state_;
 };
 
 }  // namespace encore::shims

@@ -20,11 +20,12 @@
 #include <vector>
 
 #include "encore/core/cuda_api.h"
-#include "encore/core/gpu_test_util.h"
-#include "encore/core/log_capture.h"
+#include "encore/tests/gpu_test_util.h"
+#include "encore/tests/log_capture.h"
 #include "encore/core/stream.h"
 #include "encore/shims/philox_reference.h"
-#include "encore/shims/shims_test_util.h"
+#include "encore/tests/device_buffer.h"
+#include "encore/tests/process_util.h"
 
 namespace encore::shims {
 namespace {

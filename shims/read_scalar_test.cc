@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "encore/core/cuda_api.h"
-#include "encore/core/gpu_test_util.h"
+#include "encore/tests/gpu_test_util.h"
 #include "encore/core/stream.h"
 #include "encore/shims/masked_copy.h"
-#include "encore/shims/scoped_thread_capture.h"
-#include "encore/shims/shims_test_util.h"
+#include "encore/core/scoped_thread_capture.h"
+#include "encore/tests/device_buffer.h"
+#include "encore/tests/process_util.h"
 
 namespace encore::shims {
 namespace {
@@ -35,7 +36,7 @@ void ExpectRoundTrip(const T& value, cudaStream_t created) {
   ENCORE_CUDA_ASSERT(testing::Upload(buf.get(), &value, sizeof(T)));
   const cudaStream_t streams[] = {created, cudaStreamLegacy, nullptr, cudaStreamPerThread};
   for (cudaStream_t st : streams) {
-    StatusOr<T> got = ReadScalar(buf.as<const T>(), st);
+    StatusOr<T> got = ReadScalar(buf.template as<const T>(), st);
     ASSERT_TRUE(got.ok()) << got.status() << " on stream " << st;
     EXPECT_EQ(std::memcmp(&*got, &value, sizeof(T)), 0) << "on stream " << st;
   }

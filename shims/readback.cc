@@ -5,7 +5,7 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/shims/scoped_thread_capture.h"
+#include "encore/core/scoped_thread_capture.h"
 
 namespace encore::shims::internal {
 namespace {
@@ -67,7 +67,7 @@ Status RefuseIfCapturing(cudaStream_t stream, std::string_view message) {
   // also sets the thread's last error, which the caller's next launch check
   // (cudaGetLastError) would take for its own failure, so clear it.
   if (err == cudaErrorStreamCaptureImplicit) {
-    (void)cudaGetLastError();
+    (void)cuda().GetLastError();
     return CaptureRefusal(message);
   }
   if (err != cudaSuccess) return CudaStatus(err, CudaCallName(CudaCall::kStreamIsCapturing));
@@ -82,7 +82,7 @@ Status RequireDevicePointer(const void* p, std::string_view what) {
   if (err == cudaErrorInvalidValue) {
     // Older drivers answer an unknown host pointer this way; it also leaves
     // the error pending for cudaGetLastError, so clear it.
-    (void)cudaGetLastError();
+    (void)cuda().GetLastError();
     return InvalidArgumentError(std::string(what) + " is not device memory (CUDA does not know the pointer)");
   }
   if (err != cudaSuccess) return CudaStatus(err, CudaCallName(CudaCall::kPointerGetAttributes));

@@ -9,13 +9,12 @@
 #include <thread>
 
 #include "encore/core/cuda_api.h"
-#include "encore/core/log_capture.h"
+#include "encore/tests/log_capture.h"
 #include "encore/core/tensor.h"
-#include "encore/shims/device_check.h"
 #include "encore/shims/masked_copy.h"
 #include "encore/shims/philox.h"
 #include "encore/shims/read_scalar.h"
-#include "encore/shims/scoped_thread_capture.h"
+#include "encore/core/scoped_thread_capture.h"
 
 namespace encore::shims {
 namespace {
@@ -214,14 +213,6 @@ TEST_F(ShimsArgsTest, ScopedThreadCaptureRefusesWithoutCuda) {
     EXPECT_EQ(logs.Count("philox_init_failed"), 0) << "a refusal is not a failure";
   }
   EXPECT_FALSE(ScopedThreadCapture::Active());
-}
-
-TEST_F(ShimsArgsTest, DeviceCheckNullArguments) {
-  bool* cond = static_cast<bool*>(kFakeDevice);
-  auto* rec = reinterpret_cast<CheckRecord*>(static_cast<char*>(kFakeDevice) + 64);
-  EXPECT_EQ(LaunchDeviceCheck(nullptr, rec, 1, nullptr, 0, false, kStream), cudaErrorInvalidValue);
-  EXPECT_EQ(LaunchDeviceCheck(cond, nullptr, 1, nullptr, 0, false, kStream), cudaErrorInvalidValue);
-  EXPECT_EQ(LaunchDeviceCheck(nullptr, nullptr, 1, nullptr, 0, true, kStream), cudaErrorInvalidValue);
 }
 
 }  // namespace

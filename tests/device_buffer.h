@@ -7,15 +7,19 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace encore::testing {
 
-template <typename T>
+// `DeviceBuffer buf(bytes)` (T = std::byte) for raw bytes, or
+// `DeviceBuffer<float> x(n)`. 16 spare bytes let tests read past the end
+// without faulting. Check ok() before use.
+template <typename T = std::byte>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(size_t n) : n_(n) {
-    if (cudaMalloc(&p_, n * sizeof(T) + 16) != cudaSuccess) p_ = nullptr;
+    if (cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T) + 16) != cudaSuccess) p_ = nullptr;
   }
   ~DeviceBuffer() {
     if (p_) cudaFree(p_);
@@ -23,7 +27,12 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
+  bool ok() const { return p_ != nullptr; }
   T* get() const { return p_; }
+  template <class U>
+  U* as() const {
+    return reinterpret_cast<U*>(p_);
+  }
   size_t size() const { return n_; }
   void Upload(const std::vector<T>& v) {
     ASSERT_EQ(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);

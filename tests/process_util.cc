@@ -1,4 +1,4 @@
-#include "encore/shims/shims_test_util.h"
+#include "encore/tests/process_util.h"
 
 #include <cuda_runtime.h>
 #include <signal.h>
@@ -17,15 +17,7 @@
 
 extern char** environ;
 
-namespace encore::shims::testing {
-
-DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  if (bytes > 0) error_ = cudaMalloc(&p_, bytes);
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  if (p_ != nullptr) (void)cudaFree(p_);
-}
+namespace encore::testing {
 
 cudaError_t Upload(void* device, const void* host, size_t bytes) {
   cudaError_t err = cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice);
@@ -137,4 +129,4 @@ std::string ReadFile(const std::string& path) {
   return os.str();
 }
 
-}  // namespace encore::shims::testing
+}  // namespace encore::testing

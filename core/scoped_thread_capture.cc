@@ -1,6 +1,6 @@
-#include "encore/shims/scoped_thread_capture.h"
+#include "encore/core/scoped_thread_capture.h"
 
-namespace encore::shims {
+namespace encore {
 namespace {
 // A depth, not a flag: captures on several streams of one thread may nest.
 thread_local int t_depth = 0;
@@ -10,4 +10,4 @@ ScopedThreadCapture::ScopedThreadCapture() { ++t_depth; }
 ScopedThreadCapture::~ScopedThreadCapture() { --t_depth; }
 bool ScopedThreadCapture::Active() { return t_depth > 0; }
 
-}  // namespace encore::shims
+}  // namespace encore

@@ -2,7 +2,7 @@
 // not), first failure wins, a failure inside a replayed graph leaves the
 // context usable, and trap mode, run in a child process, poisons the child's
 // context.
-#include "encore/shims/device_check.h"
+#include "encore/graph/device_check_kernel.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -16,12 +16,13 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/gpu_test_util.h"
-#include "encore/shims/mapped_check_record.h"
+#include "encore/tests/gpu_test_util.h"
+#include "encore/graph/mapped_check_record.h"
 #include "encore/shims/masked_copy.h"
-#include "encore/shims/shims_test_util.h"
+#include "encore/tests/device_buffer.h"
+#include "encore/tests/process_util.h"
 
-namespace encore::shims {
+namespace encore {
 namespace {
 
 using testing::DeviceBuffer;
@@ -49,8 +50,8 @@ class DeviceCheckTest : public ::encore::testing::GpuStreamTest {
   }
 
   MappedCheckRecord record_;
-  DeviceBuffer cond_{1};
-  DeviceBuffer seq_{sizeof(unsigned long long)};
+  DeviceBuffer<> cond_{1};
+  DeviceBuffer<> seq_{sizeof(unsigned long long)};
 };
 
 TEST_F(DeviceCheckTest, MappedRecordStartsClearWithADevicePointer) {
@@ -129,7 +130,7 @@ TEST_F(DeviceCheckTest, FailureInsideReplayedGraphIsRecordedAndLaterKernelsRun) 
   cudaGraph_t graph = nullptr;
   ENCORE_CUDA_ASSERT(cudaStreamBeginCapture(s(), cudaStreamCaptureModeThreadLocal));
   cudaError_t launch = LaunchDeviceCheck(cond(), record_.device(), 5, seq_.as<const unsigned long long>(), 0, false, s());
-  Status copy = MaskedCopy(out_t, mask.as<const bool>(), src_t, s());
+  Status copy = shims::MaskedCopy(out_t, mask.as<const bool>(), src_t, s());
   ENCORE_CUDA_ASSERT(cudaStreamEndCapture(s(), &graph));
   ASSERT_EQ(launch, cudaSuccess) << cudaGetErrorName(launch);
   ASSERT_TRUE(copy.ok()) << copy;
@@ -243,4 +244,4 @@ TEST_F(DeviceCheckTest, TrapPoisonsTheContextOfAChildProcess) {
 }
 
 }  // namespace
-}  // namespace encore::shims
+}  // namespace encore

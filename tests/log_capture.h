@@ -1,7 +1,7 @@
 // Test helper: captures the events an EventLog writes so a test can assert on
 // them by name, level and field.
-#ifndef ENCORE_CORE_LOG_CAPTURE_H_
-#define ENCORE_CORE_LOG_CAPTURE_H_
+#ifndef ENCORE_TESTS_LOG_CAPTURE_H_
+#define ENCORE_TESTS_LOG_CAPTURE_H_
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
@@ -55,4 +55,4 @@ class LogCapture {
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_LOG_CAPTURE_H_
+#endif  // ENCORE_TESTS_LOG_CAPTURE_H_

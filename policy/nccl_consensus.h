@@ -2,8 +2,8 @@
 // (minimum) of at most four 64-bit integers on the communicator the method's collectives use, on
 // a stream of its own, so ranks agree through the same channel their
 // collectives travel and no second one has to be set up.
-#ifndef ENCORE_GRAPH_NCCL_CONSENSUS_H_
-#define ENCORE_GRAPH_NCCL_CONSENSUS_H_
+#ifndef ENCORE_POLICY_NCCL_CONSENSUS_H_
+#define ENCORE_POLICY_NCCL_CONSENSUS_H_
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -47,4 +47,4 @@ class NcclConsensus : public RankConsensus {
 
 }  // namespace encore
 
-#endif  // ENCORE_GRAPH_NCCL_CONSENSUS_H_
+#endif  // ENCORE_POLICY_NCCL_CONSENSUS_H_

@@ -1,4 +1,4 @@
-#include "encore/graph/nccl_consensus.h"
+#include "encore/policy/nccl_consensus.h"
 
 #include <algorithm>
 #include <string>
@@ -53,7 +53,7 @@ StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> valu
   // not a hang.
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (;;) {
-    cudaError_t q = cudaStreamQuery(s);
+    cudaError_t q = cuda().StreamQuery(s);
     if (q == cudaSuccess) break;
     if (q != cudaErrorNotReady) return CudaStatus(q, "cudaStreamQuery (vote)");
     ncclResult_t async = ncclSuccess;

@@ -1,6 +1,8 @@
-#include "encore/shims/device_check.h"
+#include "encore/graph/device_check_kernel.h"
 
-namespace encore::shims {
+#include "encore/core/cuda_api.h"
+
+namespace encore {
 namespace {
 
 __global__ void DeviceCheckKernel(const unsigned char* cond, CheckRecord* record, int check_id,
@@ -30,7 +32,7 @@ cudaError_t LaunchDeviceCheck(const bool* cond, CheckRecord* record_device_ptr, 
   if (cond == nullptr || (record_device_ptr == nullptr && !trap)) return cudaErrorInvalidValue;
   DeviceCheckKernel<<<1, 1, 0, stream>>>(reinterpret_cast<const unsigned char*>(cond), record_device_ptr, check_id,
                                          seq_ptr, call_index, trap);
-  return cudaGetLastError();
+  return ::encore::cuda().GetLastError();  // through the fault seam
 }
 
-}  // namespace encore::shims
+}  // namespace encore

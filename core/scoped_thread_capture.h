@@ -6,10 +6,10 @@
 // of an uncaptured stream returned cudaErrorStreamCaptureUnsupported). Whoever
 // begins a capture (the manager) holds one of these until the capture ends,
 // so a readback shim refuses instead of breaking the capture.
-#ifndef ENCORE_SHIMS_SCOPED_THREAD_CAPTURE_H_
-#define ENCORE_SHIMS_SCOPED_THREAD_CAPTURE_H_
+#ifndef ENCORE_CORE_SCOPED_THREAD_CAPTURE_H_
+#define ENCORE_CORE_SCOPED_THREAD_CAPTURE_H_
 
-namespace encore::shims {
+namespace encore {
 
 class ScopedThreadCapture {
  public:
@@ -22,6 +22,6 @@ class ScopedThreadCapture {
   static bool Active();
 };
 
-}  // namespace encore::shims
+}  // namespace encore
 
-#endif  // ENCORE_SHIMS_SCOPED_THREAD_CAPTURE_H_
+#endif  // ENCORE_CORE_SCOPED_THREAD_CAPTURE_H_

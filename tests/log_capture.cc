@@ -1,4 +1,4 @@
-#include "encore/core/log_capture.h"
+#include "encore/tests/log_capture.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // For the graph/ GPU tests: the method body most of them need.
-#ifndef ENCORE_GRAPH_AFFINE_CALL_H_
-#define ENCORE_GRAPH_AFFINE_CALL_H_
+#ifndef ENCORE_TESTS_AFFINE_CALL_H_
+#define ENCORE_TESTS_AFFINE_CALL_H_
 
 #include <cstddef>
 
@@ -20,4 +20,4 @@ inline Status AffineCall(Call& c, float a, float b, size_t i = 0) {
 
 }  // namespace encore::testing
 
-#endif  // ENCORE_GRAPH_AFFINE_CALL_H_
+#endif  // ENCORE_TESTS_AFFINE_CALL_H_

@@ -1,9 +1,9 @@
-// Test helpers for the shims' GPU tests: a device buffer owner, and running
+// Test helpers for GPU tests: uploads that wait for the data, and running
 // one test of this binary in a child process (fork+exec of /proc/self/exe),
 // for what must not happen in the test process itself (a trap that poisons the
 // CUDA context) or must happen in several processes at once.
-#ifndef ENCORE_SHIMS_SHIMS_TEST_UTIL_H_
-#define ENCORE_SHIMS_SHIMS_TEST_UTIL_H_
+#ifndef ENCORE_TESTS_PROCESS_UTIL_H_
+#define ENCORE_TESTS_PROCESS_UTIL_H_
 
 #include <cuda_runtime_api.h>
 #include <sys/types.h>
@@ -13,28 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace encore::shims::testing {
-
-// cudaMalloc'd bytes, freed on destruction. Check ok() before use.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  bool ok() const { return error_ == cudaSuccess && (p_ != nullptr || bytes_ == 0); }
-  void* get() const { return p_; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-
- private:
-  void* p_ = nullptr;
-  size_t bytes_ = 0;
-  cudaError_t error_ = cudaSuccess;
-};
+namespace encore::testing {
 
 // cudaMemcpy host-to-device and cudaMemset, then cudaDeviceSynchronize. The
 // tests' streams are non-blocking, so they do not wait for the legacy stream,
@@ -70,6 +49,6 @@ ChildExit WaitChild(pid_t pid, std::chrono::seconds timeout);
 // Reads a whole file; "" if it cannot.
 std::string ReadFile(const std::string& path);
 
-}  // namespace encore::shims::testing
+}  // namespace encore::testing
 
-#endif  // ENCORE_SHIMS_SHIMS_TEST_UTIL_H_
+#endif  // ENCORE_TESTS_PROCESS_UTIL_H_

@@ -3,12 +3,12 @@
 // (MappedCheckRecord owns one), so the host sees it without a copy and the
 // context stays usable; in trap mode it traps like a device assert, which
 // poisons the context (for debugging).
-#ifndef ENCORE_SHIMS_DEVICE_CHECK_H_
-#define ENCORE_SHIMS_DEVICE_CHECK_H_
+#ifndef ENCORE_GRAPH_DEVICE_CHECK_KERNEL_H_
+#define ENCORE_GRAPH_DEVICE_CHECK_KERNEL_H_
 
 #include <cuda_runtime_api.h>
 
-namespace encore::shims {
+namespace encore {
 
 // Written by the device, read by the host. `failed` is 0 until a check fails;
 // the first failing check sets it to 1 (later ones leave the record alone) and
@@ -35,6 +35,6 @@ cudaError_t LaunchDeviceCheck(const bool* cond, CheckRecord* record_device_ptr, 
                               const unsigned long long* seq_ptr, long long call_index, bool trap,
                               cudaStream_t stream);
 
-}  // namespace encore::shims
+}  // namespace encore
 
-#endif  // ENCORE_SHIMS_DEVICE_CHECK_H_
+#endif  // ENCORE_GRAPH_DEVICE_CHECK_KERNEL_H_

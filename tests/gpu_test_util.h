@@ -1,7 +1,7 @@
 // GPU tests skip, with the reason, on machines where no device is visible, so
 // a GPU test binary run on a CPU machine says why instead of failing.
-#ifndef ENCORE_CORE_GPU_TEST_UTIL_H_
-#define ENCORE_CORE_GPU_TEST_UTIL_H_
+#ifndef ENCORE_TESTS_GPU_TEST_UTIL_H_
+#define ENCORE_TESTS_GPU_TEST_UTIL_H_
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -57,4 +57,4 @@ class GpuStreamTest : public ::testing::Test {
 
 }  // namespace encore::testing
 
-#endif  // ENCORE_CORE_GPU_TEST_UTIL_H_
+#endif  // ENCORE_TESTS_GPU_TEST_UTIL_H_
