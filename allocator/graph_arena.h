@@ -28,15 +28,10 @@
 #include <vector>
 
 #include "encore/allocator/ledger.h"
+#include "encore/allocator/memory_stats.h"
 #include "encore/core/status.h"
 
 namespace encore {
-
-struct MemoryStats {
-  size_t reserved_bytes = 0;  // slabs held for graphs
-  size_t live_bytes = 0;      // in use now: kept graphs' memory + eager scratch
-  size_t peak_bytes = 0;      // most live_bytes ever
-};
 
 class GraphArena {
  public:

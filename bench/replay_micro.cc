@@ -3,6 +3,7 @@
 // rewrites per launch, against the bare graph and encore's Method::Run.
 // Prints CPU (submit) and end-to-end microseconds per call, median of 7.
 #include <cuda_runtime.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <cstdlib>

@@ -22,6 +22,7 @@
 // $RESULTS when set. Exits 77 without a GPU, 1 if a result is wrong.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <barrier>

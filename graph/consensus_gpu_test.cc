@@ -3,6 +3,7 @@
 // methods with NcclConsensus (one rank on one GPU; all GPUs when there are
 // several).
 #include <cuda_runtime.h>
+#include <spdlog/spdlog.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 

@@ -1,7 +1,10 @@
 #include "encore/graph/manager.h"
 
 #include <cstdlib>
+#include <memory>
 #include <vector>
+
+#include "encore/core/log.h"
 
 namespace encore {
 
@@ -23,7 +26,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options) {
 }
 
 Manager::Manager(ManagerOptions options, FlagsText text)
-    : options_(std::move(options)), flags_text_(std::move(text)), log_(options_.logger) {}
+    : options_(std::move(options)), flags_text_(std::move(text)),
+      log_(std::make_shared<const EventLog>(options_.logger)) {}
 
 Manager::~Manager() = default;
 
@@ -46,7 +50,7 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
                                                    log_, [this] { WarnUnknownFlagNames(); }, options_.consensus));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
-  log_.Info("registered", {{"method", raw->name()},
+  log_->Info("registered", {{"method", raw->name()},
                            {"graphs", flags.graphs},
                            {"warmup", flags.warmup_calls},
                            {"on_new_shape", ShapePolicyName(flags.on_new_shape)},
@@ -72,7 +76,7 @@ void Manager::WarnUnknownFlagNames() {
       for (const auto& [name, m] : methods_) known.push_back(name);
     }
     for (const std::string& n : flags_text_.UnknownMethods(known)) {
-      log_.Warn("unknown_method_in_flags", {{"method", n}, {"detail", "no registered method has this name"}});
+      log_->Warn("unknown_method_in_flags", {{"method", n}, {"detail", "no registered method has this name"}});
     }
   });
 }

@@ -2,8 +2,6 @@
 #ifndef ENCORE_GRAPH_MANAGER_H_
 #define ENCORE_GRAPH_MANAGER_H_
 
-#include <spdlog/spdlog.h>
-
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,13 +9,20 @@
 #include <string>
 #include <string_view>
 
-#include "encore/core/log.h"
 #include "encore/core/status.h"
 #include "encore/graph/method.h"
 #include "encore/policy/method_flags.h"
 #include "encore/policy/rank_consensus.h"
 
+// The application's logger type; encore's headers name it without including
+// spdlog, so an application with its own spdlog build gets one copy.
+namespace spdlog {
+class logger;
+}  // namespace spdlog
+
 namespace encore {
+
+class EventLog;
 
 struct ManagerOptions {
   MethodFlags defaults;
@@ -55,7 +60,7 @@ class Manager {
 
   const ManagerOptions options_;
   const FlagsText flags_text_;
-  const EventLog log_;
+  const std::shared_ptr<const EventLog> log_;
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<Method>, std::less<>> methods_;
   std::once_flag warned_unknown_;

@@ -17,15 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "encore/allocator/graph_arena.h"
-#include "encore/core/log.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
 #include "encore/graph/call.h"
+#include "encore/graph/method_report.h"
 #include "encore/policy/method_flags.h"
 
 namespace encore {
-
 
 // A device buffer whose address stays fixed for a graph's life: weights, and
 // state a method updates in place (a KV cache, a counter).
@@ -49,38 +47,7 @@ struct MethodSpec {
   std::optional<MethodFlags> flags;
 };
 
-enum class MethodPhase { kWarmup, kCapture, kReplay, kEager };
-std::string_view MethodPhaseName(MethodPhase p);
-
-struct MethodReport {
-  std::string name;
-  MethodPhase phase = MethodPhase::kWarmup;
-  MethodFlags flags;
-  int64_t calls = 0;
-  int64_t warmup_calls = 0;
-  int64_t captures = 0;
-  int64_t replays = 0;
-  int64_t eager_calls = 0;
-  int64_t refusals = 0;
-  int64_t recaptures = 0;
-  int64_t capture_failures = 0;
-  int64_t instantiations = 0;      // executables made with cudaGraphInstantiate
-  int64_t updates_in_place = 0;    // recaptures applied with cudaGraphExecUpdate
-  int64_t exec_variants = 0;       // extra executables made for recurring caller addresses
-  int64_t check_failures = 0;
-  std::string graphs_off_reason;   // empty while graphs are on
-  // Input shapes of each kept graph, most recently used first.
-  std::vector<std::vector<Shape>> captured_input_shapes;
-  size_t graph_nodes = 0;          // nodes of the most recently used graph
-  MemoryStats memory;
-  // With copy_outputs=false: the most recent graph's output buffers, valid
-  // until the method's next call.
-  std::vector<TensorRef> static_outputs;
-  int devices = 1;  // devices the method has run on
-
-  std::string ToJson() const;
-};
-
+class EventLog;
 class Manager;
 class MethodInstance;
 class RankConsensus;
@@ -121,7 +88,8 @@ class Method {
   static constexpr int kMaxDevices = 64;
 
   Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
-         EventLog log, std::function<void()> on_first_run, std::shared_ptr<RankConsensus> consensus);
+         std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
+         std::shared_ptr<RankConsensus> consensus);
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
   // Releases every device's instance, handing it `new_constants` if given.
   // Called with mu_ held.
@@ -130,7 +98,7 @@ class Method {
   const std::string name_;
   const MethodFn fn_;
   const MethodFlags flags_;
-  const EventLog log_;
+  const std::shared_ptr<const EventLog> log_;
   const std::function<void()> on_first_run_;
   const std::shared_ptr<RankConsensus> consensus_;
   // Set once on_first_run_ has run, so a replay pays one relaxed load for it.

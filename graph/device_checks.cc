@@ -1,0 +1,95 @@
+#include "graph/device_checks.h"  // private to graph/
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+#include "encore/graph/device_check_kernel.h"
+
+namespace encore {
+namespace {
+constexpr int kOverflowId = static_cast<int>(DeviceChecks::kMaxMessages);
+}  // namespace
+
+DeviceChecks::~DeviceChecks() {
+  if (device_sequence_) (void)cuda().Free(device_sequence_);
+}
+
+Status DeviceChecks::EnsureRecord() {
+  if (record_) return OkStatus();
+  ENCORE_ASSIGN_OR_RETURN(auto rec, MappedCheckRecord::Create());
+  record_ = std::make_unique<MappedCheckRecord>(std::move(rec));
+  return OkStatus();
+}
+
+Status DeviceChecks::PrepareForCapture(cudaStream_t stream) {
+  if (mode_ != CheckMode::kRecord) return OkStatus();
+  ENCORE_RETURN_IF_ERROR(EnsureRecord());
+  if (device_sequence_) return OkStatus();
+  void* p = nullptr;
+  cudaError_t err = cuda().Malloc(&p, sizeof(unsigned long long));
+  if (err == cudaSuccess) err = cuda().MemsetAsync(p, 0, sizeof(unsigned long long), stream);
+  if (err != cudaSuccess) {
+    if (p) (void)cuda().Free(p);
+    return CudaStatus(err, "device check sequence counter", "method '" + *method_ + "'");
+  }
+  device_sequence_ = static_cast<unsigned long long*>(p);
+  return OkStatus();
+}
+
+int DeviceChecks::MessageId(std::string_view message) {
+  // One id per distinct message, so an eager method that checks on every
+  // call does not grow the list.
+  auto it = message_ids_.find(std::string(message));
+  if (it != message_ids_.end()) return it->second;
+  if (messages_.size() >= kMaxMessages) return kOverflowId;
+  int id = static_cast<int>(messages_.size());
+  messages_.emplace_back(message);
+  message_ids_.emplace(messages_.back(), id);
+  return id;
+}
+
+Status DeviceChecks::Check(const bool* device_cond, std::string_view message, bool in_graph, int64_t call_index,
+                           cudaStream_t stream) {
+  if (mode_ == CheckMode::kOff) return OkStatus();
+  if (device_cond == nullptr) {
+    return InvalidArgumentError("method '" + *method_ + "': Check got a null condition pointer");
+  }
+  const bool trap = mode_ == CheckMode::kTrap;
+  CheckRecord* rec = nullptr;
+  if (!trap) {
+    ENCORE_RETURN_IF_ERROR(EnsureRecord());
+    rec = record_->device();
+  }
+  cudaError_t err = LaunchDeviceCheck(device_cond, rec, MessageId(message), in_graph ? device_sequence_ : nullptr,
+                                      call_index, trap, stream);
+  if (err != cudaSuccess) return CudaStatus(err, "device check launch", "method '" + *method_ + "'");
+  return OkStatus();
+}
+
+int64_t DeviceChecks::FailedCall(volatile const CheckRecord* r) const {
+  if (r->call_index >= 0) return r->call_index;
+  // seq counts launches of this method's graphs, the failing one included.
+  uint64_t seq = r->seq;
+  return seq >= 1 && launches_ - seq < kLaunchRing ? launch_calls_[(seq - 1) % kLaunchRing] : -1;
+}
+
+Status DeviceChecks::TakeFailure() {
+  if (!record_) return OkStatus();
+  volatile CheckRecord* r = record_->host();
+  if (!r->failed) return OkStatus();
+  // The kernel claims the record before it writes the other fields; wait for
+  // it to finish. This is the failure path only, never a replay.
+  (void)cuda().DeviceSynchronize();
+  const int id = r->check_id;
+  const int64_t call = FailedCall(r);
+  std::string msg = id >= 0 && id < static_cast<int>(messages_.size()) ? messages_[id]
+                    : id == kOverflowId ? "(one of more than " + std::to_string(kMaxMessages) +
+                                              " distinct check messages; its text was not kept)"
+                                        : "unknown check";
+  record_->Clear();
+  ++failures_;
+  log_->Warn("check_failed", {{"method", *method_}, {"message", msg}, {"call", call}});
+  return FailedPreconditionError("method '" + *method_ + "': check failed: " + msg + " (call " +
+                                 (call >= 0 ? std::to_string(call) : std::string("unknown")) + ")");
+}
+
+}  // namespace encore

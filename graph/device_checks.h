@@ -1,0 +1,80 @@
+// DeviceChecks: one method instance's state behind Call::Check in record
+// mode: the mapped record a failed check writes, the device sequence counter
+// each graph launch bumps (so a failure inside a replay names its call), a
+// ring that maps launches back to call indices, and the check messages.
+// Internal to graph/; the owner serializes every call (the method's mutex).
+#ifndef ENCORE_GRAPH_DEVICE_CHECKS_H_
+#define ENCORE_GRAPH_DEVICE_CHECKS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "encore/core/log.h"
+#include "encore/core/status.h"
+#include "encore/graph/mapped_check_record.h"
+#include "encore/policy/method_flags.h"
+
+namespace encore {
+
+class DeviceChecks {
+ public:
+  // Distinct messages kept; later ones share one id, so a method that builds
+  // a new message on every call cannot grow memory without bound.
+  static constexpr size_t kMaxMessages = 1024;
+
+  DeviceChecks(const std::string* method, CheckMode mode, const EventLog* log)
+      : method_(method), mode_(mode), log_(log) {}
+  // Frees the sequence counter; the owner has waited for its last launch.
+  ~DeviceChecks();
+  DeviceChecks(const DeviceChecks&) = delete;
+  DeviceChecks& operator=(const DeviceChecks&) = delete;
+
+  // Before a capture in record mode: makes the mapped record and the device
+  // sequence counter, which cannot be allocated inside a capture.
+  Status PrepareForCapture(cudaStream_t stream);
+  // The counter a graph's first node bumps; null unless record mode.
+  unsigned long long* sequence() const { return device_sequence_; }
+
+  // Call::Check: queues the check kernel on `stream`. `in_graph` is true
+  // during a capture, where the failing call is found through the sequence.
+  Status Check(const bool* device_cond, std::string_view message, bool in_graph, int64_t call_index,
+               cudaStream_t stream);
+  // A graph launch for call `index` was queued.
+  void RecordLaunch(int64_t index) {
+    launch_calls_[launches_ % kLaunchRing] = index;
+    ++launches_;
+  }
+  // FailedPrecondition naming the method, the message and the call when a
+  // check failed since the last time; clears the failure.
+  Status TakeFailure();
+  int64_t failures() const { return failures_; }
+
+ private:
+  static constexpr size_t kLaunchRing = 4096;
+  Status EnsureRecord();
+  int MessageId(std::string_view message);
+  // The call a recorded failure belongs to, or -1 when unknown.
+  int64_t FailedCall(volatile const CheckRecord* r) const;
+
+  const std::string* const method_;
+  const CheckMode mode_;
+  const EventLog* const log_;
+  std::unique_ptr<MappedCheckRecord> record_;
+  unsigned long long* device_sequence_ = nullptr;
+  uint64_t launches_ = 0;
+  std::array<int64_t, kLaunchRing> launch_calls_{};
+  std::vector<std::string> messages_;  // indexed by check id
+  std::unordered_map<std::string, int> message_ids_;
+  int64_t failures_ = 0;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_DEVICE_CHECKS_H_

@@ -1,0 +1,138 @@
+#include "graph/exec_cache.h"  // private to graph/
+
+#include <algorithm>
+#include <utility>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+
+namespace encore {
+namespace {
+
+// FNV-1a over the caller's addresses: the key of an address set.
+uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  uint64_t key = 14695981039346656037ull;
+  auto mix = [&key](const void* p) { key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull; };
+  for (const TensorRef& t : inputs) mix(t.data);
+  for (const TensorRef& t : outputs) mix(t.data);
+  return key;
+}
+
+}  // namespace
+
+size_t ExecCache::Find(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i]->signature.Matches(inputs, outputs)) return i;
+  }
+  return entries_.size();
+}
+
+GraphEntry& ExecCache::Touch(size_t i) {
+  // The vector is the LRU order.
+  std::rotate(entries_.begin(), entries_.begin() + i, entries_.begin() + i + 1);
+  return *entries_.front();
+}
+
+bool ExecCache::VariantMatches(const ExecVariant& v, std::span<const TensorRef> inputs,
+                               std::span<const TensorRef> outputs) {
+  for (const HeadNode& h : v.heads) {
+    for (int k = 0; k < h.params.count; ++k) {
+      if (h.params.copies[k].src != inputs[h.first + k].data) return false;
+    }
+    for (int k = 0; k < h.params.publish_count; ++k) {
+      if (h.params.publish[k] != outputs[h.first + k].data) return false;
+    }
+  }
+  return true;
+}
+
+Status ExecCache::Restage(ExecVariant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  for (HeadNode& h : v.heads) {
+    bool changed = false;
+    for (int k = 0; k < h.params.count; ++k) {
+      const void* addr = inputs[h.first + k].data;
+      changed |= h.params.copies[k].src != addr;
+      h.params.copies[k].src = addr;
+    }
+    for (int k = 0; k < h.params.publish_count; ++k) {
+      void* addr = outputs[h.first + k].data;
+      changed |= h.params.publish[k] != addr;
+      h.params.publish[k] = addr;
+    }
+    if (!changed) continue;
+    void* args[] = {&h.params};
+    cudaKernelNodeParams p = h.launch;
+    p.kernelParams = args;
+    p.extra = nullptr;
+    cudaError_t err = cuda().GraphExecKernelNodeSetParams(v.exec.get(), h.node, &p);
+    if (err != cudaSuccess) {
+      // Forget the addresses so the next call rewrites this node again.
+      for (int k = 0; k < h.params.count; ++k) h.params.copies[k].src = nullptr;
+      for (int k = 0; k < h.params.publish_count; ++k) h.params.publish[k] = nullptr;
+      return CudaStatus(err, CudaCallName(CudaCall::kGraphExecKernelNodeSetParams),
+                        "method '" + *method_ + "': staging addresses not updated, nothing launched");
+    }
+  }
+  return OkStatus();
+}
+
+ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
+                                               std::span<const TensorRef> outputs, int64_t* new_variants) {
+  // Callers that cycle through a few buffers (double buffering, a caching
+  // allocator) come back to the same sets, so a set seen twice gets its own
+  // executable and later costs no parameter rewrite at all; a set seen once
+  // reuses the least recently used executable with one rewrite per head node.
+  const uint64_t key = AddressSetKey(inputs, outputs);
+  const bool recurring = std::find(g.missed.begin(), g.missed.end(), key) != g.missed.end();
+  if (recurring && g.variants.size() < kMaxVariants) {
+    StatusOr<GraphExec> exec = GraphExec::Instantiate(*g.graph);
+    if (exec.ok()) {
+      g.variants.push_back(ExecVariant{*std::move(exec), g.graph, g.template_heads});
+      ++*new_variants;
+    } else {
+      log_->Warn("variant_failed", {{"method", *method_}, {"error", exec.status().message()}});
+    }
+  } else if (!recurring) {
+    g.missed[g.missed_next++ % g.missed.size()] = key;
+  }
+  return g.variants.back();
+}
+
+StatusOr<const GraphExec*> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> inputs,
+                                           std::span<const TensorRef> outputs, int64_t* new_variants) {
+  size_t vi = 0;
+  while (vi < g.variants.size() && !VariantMatches(g.variants[vi], inputs, outputs)) ++vi;
+  if (vi == g.variants.size()) {
+    ExecVariant& v = VariantForNewAddresses(g, inputs, outputs, new_variants);
+    ENCORE_RETURN_IF_ERROR(Restage(v, inputs, outputs));
+    vi = g.variants.size() - 1;
+  }
+  if (vi != 0) std::rotate(g.variants.begin(), g.variants.begin() + vi, g.variants.begin() + vi + 1);
+  return &g.variants.front().exec;
+}
+
+bool ExecCache::AdoptLruExecutable(GraphEntry& entry) {
+  if (entries_.empty()) return false;
+  GraphEntry& lru = *entries_.back();
+  ExecVariant& v = lru.variants.front();
+  if (v.heads.size() != entry.template_heads.size() || !v.exec.Update(*entry.graph).ok()) return false;
+  // The executable now runs the new graph, but parameter rewrites must still
+  // name nodes of the graph it was instantiated from.
+  ExecVariant adopted{std::move(v.exec), v.source, entry.template_heads};
+  for (size_t i = 0; i < adopted.heads.size(); ++i) adopted.heads[i].node = v.heads[i].node;
+  entry.variants.push_back(std::move(adopted));
+  DropBack();
+  return true;
+}
+
+void ExecCache::Insert(std::unique_ptr<GraphEntry> entry, int max_graphs) {
+  while (!entries_.empty() && static_cast<int>(entries_.size()) >= max_graphs) DropBack();
+  entries_.insert(entries_.begin(), std::move(entry));
+}
+
+void ExecCache::DropBack() {
+  arena_->DropGraph(entries_.back()->id);
+  entries_.pop_back();
+}
+
+}  // namespace encore

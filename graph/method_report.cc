@@ -1,0 +1,72 @@
+#include "encore/graph/method_report.h"
+
+#include "encore/core/log.h"
+
+namespace encore {
+
+std::string_view MethodPhaseName(MethodPhase p) {
+  switch (p) {
+    case MethodPhase::kWarmup: return "warmup";
+    case MethodPhase::kCapture: return "capture";
+    case MethodPhase::kReplay: return "replay";
+    case MethodPhase::kEager: return "eager";
+  }
+  return "unknown";
+}
+
+void MethodReport::AddDevice(const MethodReport& o) {
+#define ENCORE_X_(counter) counter += o.counter;
+  ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
+#undef ENCORE_X_
+  memory.reserved_bytes += o.memory.reserved_bytes;
+  memory.live_bytes += o.memory.live_bytes;
+  memory.peak_bytes += o.memory.peak_bytes;
+  if (graphs_off_reason.empty()) graphs_off_reason = o.graphs_off_reason;
+  devices += o.devices;
+}
+
+namespace {
+
+std::string ShapesJson(const std::vector<std::vector<Shape>>& graphs) {
+  std::string j = "[";
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    j += g ? ",[" : "[";
+    for (size_t i = 0; i < graphs[g].size(); ++i) {
+      j += i ? ",[" : "[";
+      const Shape& s = graphs[g][i];
+      for (int d = 0; d < s.size(); ++d) j += (d ? "," : "") + std::to_string(s[d]);
+      j += ']';
+    }
+    j += ']';
+  }
+  return j + "]";
+}
+
+std::string FlagsJson(const MethodFlags& f) {
+  return "{\"graphs\":" + std::string(f.graphs ? "true" : "false") +
+         ",\"warmup_calls\":" + std::to_string(f.warmup_calls) + ",\"on_new_shape\":\"" +
+         std::string(ShapePolicyName(f.on_new_shape)) + "\",\"max_graphs\":" + std::to_string(f.max_graphs) +
+         ",\"checks\":\"" + std::string(CheckModeName(f.checks)) + "\",\"copy_outputs\":" +
+         (f.copy_outputs ? "true" : "false") + "}";
+}
+
+}  // namespace
+
+std::string MethodReport::ToJson() const {
+  std::string j = "{\"name\":\"" + JsonEscape(name) + "\",\"phase\":\"" + std::string(MethodPhaseName(phase)) +
+                  "\",\"flags\":" + FlagsJson(flags);
+#define ENCORE_X_(counter) j += ",\"" #counter "\":" + std::to_string(counter);
+  ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
+#undef ENCORE_X_
+  j += ",\"graphs_off_reason\":" + (graphs_off_reason.empty() ? "null" : "\"" + JsonEscape(graphs_off_reason) + "\"");
+  j += ",\"captured_input_shapes\":" + ShapesJson(captured_input_shapes);
+  j += ",\"graph_nodes\":" + std::to_string(graph_nodes);
+  j += ",\"memory\":{\"reserved_bytes\":" + std::to_string(memory.reserved_bytes) +
+       ",\"live_bytes\":" + std::to_string(memory.live_bytes) + ",\"peak_bytes\":" + std::to_string(memory.peak_bytes) +
+       "}";
+  j += ",\"static_outputs\":" + std::to_string(static_outputs.size());
+  j += ",\"devices\":" + std::to_string(devices) + "}";
+  return j;
+}
+
+}  // namespace encore

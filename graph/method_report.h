@@ -1,0 +1,63 @@
+// MethodReport: what a method did and why, per method (Method::Report, and
+// Manager::ReportJson as JSON). Its counters are listed once, in
+// ENCORE_METHOD_REPORT_COUNTERS, which the struct, the sum over devices and
+// the JSON are all made from.
+#ifndef ENCORE_GRAPH_METHOD_REPORT_H_
+#define ENCORE_GRAPH_METHOD_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "encore/allocator/memory_stats.h"
+#include "encore/core/tensor.h"
+#include "encore/policy/method_flags.h"
+
+// X(name): one int64_t counter of MethodReport, summed over devices.
+#define ENCORE_METHOD_REPORT_COUNTERS(X)                                              \
+  X(calls)                                                                            \
+  X(warmup_calls)                                                                     \
+  X(captures)                                                                         \
+  X(replays)                                                                          \
+  X(eager_calls)                                                                      \
+  X(refusals)                                                                         \
+  X(recaptures)                                                                       \
+  X(capture_failures)                                                                 \
+  X(instantiations)   /* executables made with cudaGraphInstantiate */                \
+  X(updates_in_place) /* recaptures applied with cudaGraphExecUpdate */               \
+  X(exec_variants)    /* extra executables made for recurring caller addresses */     \
+  X(check_failures)
+
+namespace encore {
+
+enum class MethodPhase { kWarmup, kCapture, kReplay, kEager };
+std::string_view MethodPhaseName(MethodPhase p);
+
+struct MethodReport {
+  std::string name;
+  MethodPhase phase = MethodPhase::kWarmup;
+  MethodFlags flags;
+#define ENCORE_X_(counter) int64_t counter = 0;
+  ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
+#undef ENCORE_X_
+  std::string graphs_off_reason;  // empty while graphs are on
+  // Input shapes of each kept graph, most recently used first.
+  std::vector<std::vector<Shape>> captured_input_shapes;
+  size_t graph_nodes = 0;  // nodes of the most recently used graph
+  MemoryStats memory;
+  // With copy_outputs=false: the most recent graph's output buffers, valid
+  // until the method's next call.
+  std::vector<TensorRef> static_outputs;
+  int devices = 1;  // devices the method has run on
+
+  // Adds another device's counters and memory; keeps this one's shapes,
+  // nodes and outputs, and its graphs-off reason unless it has none.
+  void AddDevice(const MethodReport& other);
+  // One JSON object with every field above (static_outputs as their count).
+  std::string ToJson() const;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_METHOD_REPORT_H_

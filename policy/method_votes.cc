@@ -1,0 +1,40 @@
+#include "encore/policy/method_votes.h"
+
+namespace encore {
+
+std::string MethodVotes::CompareFlags(const MethodFlags& flags) {
+  flags_compared_ = true;
+  if (!consensus_) return {};
+  const std::string& name = *method_;
+  const std::string mine = DecisionFlagsText(flags);
+  StatusOr<bool> same = consensus_->AllEqual(DecisionFlagsFingerprint(flags), "flags of '" + name + "'");
+  if (!same.ok()) {
+    log_->Error("vote_failed", {{"method", name}, {"what", "flags"}, {"error", same.status().message()}});
+    return "the ranks could not compare the flags of '" + name + "': " + std::string(same.status().message());
+  }
+  if (!*same) {
+    log_->Warn("flags_differ", {{"method", name}, {"rank", consensus_->rank()}, {"flags", mine}});
+    return "the ranks run '" + name + "' with different flags (this rank: " + mine +
+           "); graphs are off on every rank so that their votes stay in step";
+  }
+  log_->Debug("flags_agreed", {{"method", name}, {"rank", consensus_->rank()}, {"flags", mine}});
+  return {};
+}
+
+std::string MethodVotes::Vote(std::string veto, std::string_view what) {
+  if (!consensus_) return veto;
+  const std::string& name = *method_;
+  const std::string decision = std::string(what) + " of '" + name + "'";
+  StatusOr<bool> agreed = consensus_->AllAgree(veto.empty(), decision);
+  if (!agreed.ok()) {
+    log_->Error("vote_failed", {{"method", name}, {"what", what}, {"error", agreed.status().message()}});
+    return veto.empty() ? "the ranks could not vote on the " + decision + ": " + std::string(agreed.status().message())
+                        : veto;
+  }
+  log_->Info("vote", {{"method", name}, {"what", what}, {"rank", consensus_->rank()}, {"vote", veto.empty()},
+                      {"agreed", *agreed}});
+  if (*agreed || !veto.empty()) return veto;
+  return "another rank voted against the " + decision;
+}
+
+}  // namespace encore

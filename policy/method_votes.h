@@ -1,0 +1,46 @@
+// MethodVotes: one method's votes across ranks, so that every rank captures
+// a method together or none does. Each decision is one RankConsensus
+// collective; a failed vote counts as a "no". Internal; the method's owner
+// serializes calls.
+#ifndef ENCORE_POLICY_METHOD_VOTES_H_
+#define ENCORE_POLICY_METHOD_VOTES_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "encore/core/log.h"
+#include "encore/policy/method_flags.h"
+#include "encore/policy/rank_consensus.h"
+
+namespace encore {
+
+class MethodVotes {
+ public:
+  // `consensus` null: a single rank, and every vote passes without a call.
+  MethodVotes(const std::string* method, std::shared_ptr<RankConsensus> consensus, const EventLog* log)
+      : method_(method), consensus_(std::move(consensus)), log_(log) {}
+
+  bool several_ranks() const { return consensus_ != nullptr; }
+  bool flags_compared() const { return flags_compared_; }
+
+  // At a method's first call, a point every rank reaches whatever its flags:
+  // why graphs must go off on every rank (the ranks' decision flags differ,
+  // so their later votes would fall out of step, or the comparison failed),
+  // or empty when they agree.
+  std::string CompareFlags(const MethodFlags& flags);
+  // Casts this rank's vote on `what` ("capture", "first launch"; `veto`
+  // empty = yes) and returns why graphs must go off: `veto`, another rank's
+  // no, or a failed vote; empty when all agree.
+  std::string Vote(std::string veto, std::string_view what);
+
+ private:
+  const std::string* const method_;
+  const std::shared_ptr<RankConsensus> consensus_;
+  const EventLog* const log_;
+  bool flags_compared_ = false;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_POLICY_METHOD_VOTES_H_
