@@ -28,10 +28,10 @@ constexpr char kMessage[] = "rows of p sum to 1 within 1e-4";
 encore::Status Probabilities(encore::Call& call) {
   const float* x = static_cast<const float*>(call.input(0).data);
   float* p = static_cast<float*>(call.output(0).data);
-  ENCORE_RETURN_IF_ERROR(ex::FromCuda(ex::LaunchSoftmaxRows(x, p, kRows, kCols, call.stream()), "softmax"));
+  ENCORE_RETURN_IF_ERROR(encore::CudaStatus(ex::LaunchSoftmaxRows(x, p, kRows, kCols, call.stream()), "softmax"));
   ENCORE_ASSIGN_OR_RETURN(void* ok, call.Allocate(sizeof(bool)));
   ENCORE_RETURN_IF_ERROR(
-      ex::FromCuda(ex::LaunchRowsSumToOne(p, kRows, kCols, 1e-4f, static_cast<bool*>(ok), call.stream()), "sums"));
+      encore::CudaStatus(ex::LaunchRowsSumToOne(p, kRows, kCols, 1e-4f, static_cast<bool*>(ok), call.stream()), "sums"));
   return call.Check(static_cast<const bool*>(ok), kMessage);
 }
 

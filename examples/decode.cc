@@ -58,7 +58,7 @@ void GrowingCache(encore::Manager& manager, cudaStream_t stream, std::mt19937& r
   // The lambda reads `cache` when it runs, so after a move the next capture
   // bakes in the new buffer.
   spec.fn = [&cache, &len](encore::Call& call) {
-    return ex::FromCuda(ex::LaunchDecodeStep(static_cast<const float*>(call.input(0).data), cache.data,
+    return encore::CudaStatus(ex::LaunchDecodeStep(static_cast<const float*>(call.input(0).data), cache.data,
                                              cache.capacity, len.get(), static_cast<float*>(call.output(0).data),
                                              kDim, call.stream()),
                         "decode step");
@@ -137,7 +137,7 @@ void ChangingBatch(encore::Manager& manager, cudaStream_t stream, std::mt19937& 
   spec.fn = [&w, &b](encore::Call& call) {
     const encore::TensorRef& x = call.input(0);
     int batch = static_cast<int>(x.shape[0]);
-    return ex::FromCuda(ex::LaunchLinear(static_cast<const float*>(x.data), w.get(), b.get(),
+    return encore::CudaStatus(ex::LaunchLinear(static_cast<const float*>(x.data), w.get(), b.get(),
                                          static_cast<float*>(call.output(0).data), batch, kDim, kDim,
                                          /*relu=*/true, call.stream()),
                         "projection");

@@ -88,12 +88,6 @@ class DeviceArray {
   size_t n_;
 };
 
-// A CUDA error as a Status, for method functions.
-inline Status FromCuda(cudaError_t err, std::string_view what) {
-  if (err == cudaSuccess) return OkStatus();
-  return InternalError(std::string(what) + ": " + cudaGetErrorName(err));
-}
-
 // A contiguous float tensor.
 inline TensorRef Floats(void* data, Shape shape) { return TensorRef{data, DType::kFloat32, shape, {}}; }
 

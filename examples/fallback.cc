@@ -28,11 +28,11 @@ encore::Status NormalizePositive(encore::Call& call) {
   float* y = static_cast<float*>(call.output(0).data);
   const int64_t n = call.input(0).numel();
   ENCORE_ASSIGN_OR_RETURN(void* mask, call.Allocate(n));
-  ENCORE_RETURN_IF_ERROR(ex::FromCuda(ex::LaunchPositiveMask(x, static_cast<bool*>(mask), n, call.stream()), "mask"));
+  ENCORE_RETURN_IF_ERROR(encore::CudaStatus(ex::LaunchPositiveMask(x, static_cast<bool*>(mask), n, call.stream()), "mask"));
   // A host readback: refuses (IsCaptureRefusal) inside a capture.
   ENCORE_ASSIGN_OR_RETURN(int64_t count, encore::shims::CountNonzero(static_cast<bool*>(mask), n, call.stream()));
-  if (count == 0) return ex::FromCuda(cudaMemsetAsync(y, 0, n * sizeof(float), call.stream()), "zero fill");
-  return ex::FromCuda(ex::LaunchDivideMasked(x, static_cast<bool*>(mask), count, y, n, call.stream()), "divide");
+  if (count == 0) return encore::CudaStatus(cudaMemsetAsync(y, 0, n * sizeof(float), call.stream()), "zero fill");
+  return encore::CudaStatus(ex::LaunchDivideMasked(x, static_cast<bool*>(mask), count, y, n, call.stream()), "divide");
 }
 
 int main() {

@@ -36,7 +36,7 @@ int main() {
     float* y = static_cast<float*>(call.output(0).data);
     cudaError_t e = *use_scale ? LaunchAffine(x, y, 2.0f, 0.0f, kN, call.stream())
                                : LaunchAffine(x, y, 1.0f, 1.0f, kN, call.stream());
-    return ex::FromCuda(e, "affine");
+    return encore::CudaStatus(e, "affine");
   };
 
   ex::KeptLog log;

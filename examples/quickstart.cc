@@ -85,7 +85,7 @@ int main() {
     const size_t hidden_bytes = kBatch * kHidden * sizeof(float);
     ENCORE_ASSIGN_OR_RETURN(void* h1, call.Allocate(hidden_bytes));  // graph-aware scratch
     ENCORE_ASSIGN_OR_RETURN(void* h2, call.Allocate(hidden_bytes));
-    return ex::FromCuda(Forward(mlp, static_cast<const float*>(call.input(0).data), static_cast<float*>(h1),
+    return encore::CudaStatus(Forward(mlp, static_cast<const float*>(call.input(0).data), static_cast<float*>(h1),
                                 static_cast<float*>(h2), static_cast<float*>(call.output(0).data), call.stream()),
                         "mlp forward");
   };

@@ -54,13 +54,13 @@ RankOutcome RunRank(ncclComm_t comm, int rank, int ranks, int refuse_on) {
         return encore::CaptureRefusal("rank " + std::to_string(rank) + " refuses its capture (--refuse-on)");
       }
       float* y = static_cast<float*>(call.output(0).data);
-      ENCORE_RETURN_IF_ERROR(ex::FromCuda(encore::testing::LaunchAffine(static_cast<const float*>(call.input(0).data),
+      ENCORE_RETURN_IF_ERROR(encore::CudaStatus(encore::testing::LaunchAffine(static_cast<const float*>(call.input(0).data),
                                                                         y, rank + 1.0f, 0.0f, kN, call.stream()),
                                           "scale"));
       if (ncclAllReduce(y, y, kN, ncclFloat, ncclSum, comm, call.stream()) != ncclSuccess) {
         return encore::InternalError("ncclAllReduce failed");
       }
-      return ex::FromCuda(encore::testing::LaunchAffine(y, y, 1.0f, 1.0f, kN, call.stream()), "bias");
+      return encore::CudaStatus(encore::testing::LaunchAffine(y, y, 1.0f, 1.0f, kN, call.stream()), "bias");
     };
     return EX_OK(manager->Register(std::move(spec)));
   };

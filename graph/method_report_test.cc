@@ -1,0 +1,69 @@
+// MethodReport: every counter, the sum over devices and the JSON come from
+// one list, so none can drift out of the JSON or the sum.
+#include "encore/graph/method_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace encore {
+namespace {
+
+MethodReport Numbered(int64_t base) {
+  MethodReport r;
+  int64_t v = base;
+#define ENCORE_X_(counter) r.counter = v++;
+  ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
+#undef ENCORE_X_
+  return r;
+}
+
+TEST(MethodReportTest, JsonCarriesEveryCounterWithItsValue) {
+  const MethodReport r = Numbered(100);
+  const std::string j = r.ToJson();
+  int64_t v = 100;
+#define ENCORE_X_(counter) EXPECT_NE(j.find("\"" #counter "\":" + std::to_string(v++)), std::string::npos) << #counter;
+  ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
+#undef ENCORE_X_
+}
+
+TEST(MethodReportTest, JsonCarriesEveryOtherField) {
+  MethodReport r;
+  r.name = "fwd\"x";
+  r.phase = MethodPhase::kReplay;
+  r.graphs_off_reason = "because";
+  r.captured_input_shapes = {{Shape{2, 3}}, {Shape{4}}};
+  r.graph_nodes = 7;
+  r.memory = MemoryStats{11, 12, 13};
+  r.static_outputs.resize(2);
+  r.devices = 2;
+  const std::string j = r.ToJson();
+  for (const char* want : {"\"name\":\"fwd\\\"x\"", "\"phase\":\"replay\"", "\"flags\":{\"graphs\":true",
+                           "\"graphs_off_reason\":\"because\"", "\"captured_input_shapes\":[[[2,3]],[[4]]]",
+                           "\"graph_nodes\":7", "\"memory\":{\"reserved_bytes\":11,\"live_bytes\":12,\"peak_bytes\":13}",
+                           "\"static_outputs\":2", "\"devices\":2"}) {
+    EXPECT_NE(j.find(want), std::string::npos) << want << " in " << j;
+  }
+  EXPECT_NE(MethodReport{}.ToJson().find("\"graphs_off_reason\":null"), std::string::npos);
+}
+
+TEST(MethodReportTest, AddDeviceSumsEveryCounterAndMemory) {
+  MethodReport a = Numbered(1);
+  a.memory = MemoryStats{1, 2, 3};
+  MethodReport b = Numbered(1000);
+  b.memory = MemoryStats{10, 20, 30};
+  b.graphs_off_reason = "b's reason";
+  a.AddDevice(b);
+  int64_t va = 1, vb = 1000;
+#define ENCORE_X_(counter) EXPECT_EQ(a.counter, (va++) + (vb++)) << #counter;
+  ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
+#undef ENCORE_X_
+  EXPECT_EQ(a.memory.reserved_bytes, 11u);
+  EXPECT_EQ(a.memory.live_bytes, 22u);
+  EXPECT_EQ(a.memory.peak_bytes, 33u);
+  EXPECT_EQ(a.devices, 2);
+  EXPECT_EQ(a.graphs_off_reason, "b's reason");
+}
+
+}  // namespace
+}  // namespace encore
