@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
     encore::MethodSpec spec;
     spec.name = name;
     spec.fn = [k](encore::Call& call) {
-      return ex::FromCuda(LaunchWork(static_cast<const float*>(call.input(0).data),
+      return encore::CudaStatus(LaunchWork(static_cast<const float*>(call.input(0).data),
                                      static_cast<float*>(call.output(0).data), k, call.stream()),
                           "work");
     };

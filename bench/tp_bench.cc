@@ -144,7 +144,7 @@ void RunRank(Shared& sh, int rank) {
     spec.name = "tp_step_k" + std::to_string(c.k) + "_n" + std::to_string(c.n);
     spec.constants = std::vector<encore::Constant>{};
     spec.fn = [c, rank, comm](encore::Call& call) -> encore::Status {
-      return ex::FromCuda(LaunchWork(static_cast<const float*>(call.input(0).data),
+      return encore::CudaStatus(LaunchWork(static_cast<const float*>(call.input(0).data),
                                      static_cast<float*>(call.output(0).data), c, rank, comm, call.stream()),
                           "tp step");
     };

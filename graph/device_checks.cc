@@ -9,10 +9,6 @@ namespace {
 constexpr int kOverflowId = static_cast<int>(DeviceChecks::kMaxMessages);
 }  // namespace
 
-DeviceChecks::~DeviceChecks() {
-  if (device_sequence_) (void)cuda().Free(device_sequence_);
-}
-
 Status DeviceChecks::EnsureRecord() {
   if (record_) return OkStatus();
   ENCORE_ASSIGN_OR_RETURN(auto rec, MappedCheckRecord::Create());
@@ -24,14 +20,14 @@ Status DeviceChecks::PrepareForCapture(cudaStream_t stream) {
   if (mode_ != CheckMode::kRecord) return OkStatus();
   ENCORE_RETURN_IF_ERROR(EnsureRecord());
   if (device_sequence_) return OkStatus();
-  void* p = nullptr;
-  cudaError_t err = cuda().Malloc(&p, sizeof(unsigned long long));
-  if (err == cudaSuccess) err = cuda().MemsetAsync(p, 0, sizeof(unsigned long long), stream);
+  StatusOr<DeviceMemory> seq = DeviceMemory::Allocate(sizeof(unsigned long long));
+  if (!seq.ok()) return Status(seq.status().code(), "method '" + *method_ + "': device check sequence counter: " +
+                                                        std::string(seq.status().message()));
+  cudaError_t err = cuda().MemsetAsync(seq->get(), 0, sizeof(unsigned long long), stream);
   if (err != cudaSuccess) {
-    if (p) (void)cuda().Free(p);
-    return CudaStatus(err, "device check sequence counter", "method '" + *method_ + "'");
+    return CudaStatus(err, CudaCallName(CudaCall::kMemsetAsync), "method '" + *method_ + "': device check sequence");
   }
-  device_sequence_ = static_cast<unsigned long long*>(p);
+  device_sequence_ = *std::move(seq);
   return OkStatus();
 }
 
@@ -59,7 +55,7 @@ Status DeviceChecks::Check(const bool* device_cond, std::string_view message, bo
     ENCORE_RETURN_IF_ERROR(EnsureRecord());
     rec = record_->device();
   }
-  cudaError_t err = LaunchDeviceCheck(device_cond, rec, MessageId(message), in_graph ? device_sequence_ : nullptr,
+  cudaError_t err = LaunchDeviceCheck(device_cond, rec, MessageId(message), in_graph ? sequence() : nullptr,
                                       call_index, trap, stream);
   if (err != cudaSuccess) return CudaStatus(err, "device check launch", "method '" + *method_ + "'");
   return OkStatus();

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "encore/core/device_memory.h"
 #include "encore/core/log.h"
 #include "encore/core/status.h"
 #include "encore/graph/mapped_check_record.h"
@@ -31,8 +32,7 @@ class DeviceChecks {
 
   DeviceChecks(const std::string* method, CheckMode mode, const EventLog* log)
       : method_(method), mode_(mode), log_(log) {}
-  // Frees the sequence counter; the owner has waited for its last launch.
-  ~DeviceChecks();
+  // The owner has waited for its last launch before destroying this.
   DeviceChecks(const DeviceChecks&) = delete;
   DeviceChecks& operator=(const DeviceChecks&) = delete;
 
@@ -40,7 +40,7 @@ class DeviceChecks {
   // sequence counter, which cannot be allocated inside a capture.
   Status PrepareForCapture(cudaStream_t stream);
   // The counter a graph's first node bumps; null unless record mode.
-  unsigned long long* sequence() const { return device_sequence_; }
+  unsigned long long* sequence() const { return device_sequence_.as<unsigned long long>(); }
 
   // Call::Check: queues the check kernel on `stream`. `in_graph` is true
   // during a capture, where the failing call is found through the sequence.
@@ -67,7 +67,7 @@ class DeviceChecks {
   const CheckMode mode_;
   const EventLog* const log_;
   std::unique_ptr<MappedCheckRecord> record_;
-  unsigned long long* device_sequence_ = nullptr;
+  DeviceMemory device_sequence_;  // one unsigned long long
   uint64_t launches_ = 0;
   std::array<int64_t, kLaunchRing> launch_calls_{};
   std::vector<std::string> messages_;  // indexed by check id
