@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "encore/core/log_capture.h"
 #include "encore/graph/manager.h"
 
 namespace encore {
@@ -83,6 +84,54 @@ TEST(ManagerTest, ReleaseWithANullConstantChangesNothing) {
   Status s = (*m)->Release(std::vector<Constant>{{"kv", nullptr, 8}});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "method 'm': constant 0 ('kv') has a null address");
+}
+
+// Unknown names in the flags text are judged when registration is over,
+// the Manager's end: a method registered after others ran is not one.
+TEST(ManagerFlagNamesTest, OnlyNamesNeverRegisteredAreWarnedAbout) {
+  LogCapture logs;
+  ManagerOptions o;
+  o.flags_text = "early:warmup=1;late:graphs=off;ghost:warmup=2;*:checks=off";
+  o.logger = logs.logger();
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  auto early = (*mgr)->Register(Affine("early", nullptr));
+  ASSERT_TRUE(early.ok());
+  // The first Run of any method calls the Manager's hook before anything
+  // else; on a machine without a GPU the Run then fails, which does not
+  // matter here.
+  (void)(*early)->Run({}, {}, nullptr);
+  EXPECT_EQ(logs.Count("unknown_method_in_flags"), 0) << "warned while methods may still be registered";
+  auto late_hint = logs.Find("flags_method_not_registered", "method", "late");
+  ASSERT_TRUE(late_hint.has_value());
+  EXPECT_EQ(late_hint->level, spdlog::level::info);
+  EXPECT_TRUE(logs.Find("flags_method_not_registered", "method", "ghost").has_value());
+  EXPECT_FALSE(logs.Find("flags_method_not_registered", "method", "early").has_value());
+
+  auto late = (*mgr)->Register(Affine("late", nullptr));
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE((*late)->flags().graphs);
+  (void)(*late)->Run({}, {}, nullptr);
+  EXPECT_EQ(logs.Count("flags_method_not_registered"), 2) << "the hint is given once";
+  mgr->reset();
+  std::vector<CapturedEvent> warned = logs.Named("unknown_method_in_flags");
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0].field("method"), "ghost");
+  EXPECT_EQ(warned[0].level, spdlog::level::warn);
+  EXPECT_EQ(warned[0].field("detail"), "no method with this name was registered");
+}
+
+TEST(ManagerFlagNamesTest, AManagerWhoseMethodsNeverRanStillWarns) {
+  LogCapture logs;
+  ManagerOptions o;
+  o.flags_text = "decod:graphs=off";
+  o.logger = logs.logger();
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  ASSERT_TRUE((*mgr)->Register(Affine("decode", nullptr)).ok());
+  EXPECT_EQ(logs.Count("unknown_method_in_flags"), 0);
+  mgr->reset();
+  ASSERT_TRUE(logs.Find("unknown_method_in_flags", "method", "decod").has_value());
 }
 
 }  // namespace
