@@ -1,8 +1,12 @@
 // Manager logic that makes no CUDA call: registration, flags, the report
 // before any call. Runs on every CPU machine.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
 
 #include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -132,6 +136,31 @@ TEST(ManagerFlagNamesTest, AManagerWhoseMethodsNeverRanStillWarns) {
   EXPECT_EQ(logs.Count("unknown_method_in_flags"), 0);
   mgr->reset();
   ASSERT_TRUE(logs.Find("unknown_method_in_flags", "method", "decod").has_value());
+}
+
+// A sink that throws on every line, with an error handler that rethrows:
+// the application's logger failing must not make a public call throw.
+class ThrowingSink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg&) override { throw std::runtime_error("disk full"); }
+  void flush_() override {}
+};
+
+TEST(ManagerLoggerTest, ALoggerThatThrowsDoesNotEscapeRegisterOrTheDestructor) {
+  auto logger = std::make_shared<spdlog::logger>("throwing", std::make_shared<ThrowingSink>());
+  logger->set_error_handler([](const std::string& m) { throw std::runtime_error(m); });
+  ManagerOptions o;
+  o.flags_text = "ghost:graphs=off";
+  o.logger = logger;
+  const int64_t before = EventLog::dropped_lines();
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  // A throw would fail the test; one from the destructor would end it.
+  auto m = (*mgr)->Register(Affine("m", nullptr));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_NE((*mgr)->Find("m"), nullptr);
+  mgr->reset();  // warns about 'ghost'
+  EXPECT_EQ(EventLog::dropped_lines() - before, 2);
 }
 
 }  // namespace

@@ -62,8 +62,10 @@ class RankConsensus {
   virtual ~RankConsensus() = default;
   // The element-wise minimum of every rank's `values`; every rank passes
   // the same number (1 to kMaxValues, else InvalidArgument). `what` names
-  // the decision for logs and errors. A rank that does not vote in time is
-  // an error (kDeadlineExceeded), never a hang.
+  // the decision, and only votes on the same `what` combine (see above):
+  // every rank's vote on one decision passes the same text. A rank that
+  // does not vote in time is an error (kDeadlineExceeded), never a hang; a
+  // vote paired with another decision's is kFailedPrecondition.
   virtual StatusOr<std::vector<uint64_t>> AllMin(std::vector<uint64_t> values, std::string_view what) = 0;
 
   // A 64-bit FNV-1a hash of `what`, stable across processes and builds:
