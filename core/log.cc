@@ -2,12 +2,19 @@
 
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
 
 namespace encore {
 namespace {
+
+// Process-wide rather than per EventLog, which is copied by value.
+std::atomic<int64_t> g_dropped_lines{0};
 
 bool NeedsQuotes(std::string_view v) {
   if (v.empty()) return true;
@@ -115,12 +122,26 @@ EventLog::EventLog(std::shared_ptr<spdlog::logger> logger)
 
 void EventLog::Emit(spdlog::level::level_enum level, std::string_view event,
                     std::span<const LogField> fields) const {
-  std::string line = FormatEvent(format_, event, fields);
-  if (format_ == LogFormat::kJson) {
-    // The JSON line carries its own level so each line stands alone.
-    line.insert(1, "\"level\":\"" + std::string(spdlog::level::to_string_view(level).data()) + "\",");
+  try {
+    std::string line = FormatEvent(format_, event, fields);
+    if (format_ == LogFormat::kJson) {
+      // The JSON line carries its own level so each line stands alone.
+      line.insert(1, "\"level\":\"" + std::string(spdlog::level::to_string_view(level).data()) + "\",");
+    }
+    // spdlog hands a sink's std::exception to the logger's error handler,
+    // which may throw, and rethrows anything else.
+    logger_->log(level, "{}", line);
+#if defined(__GLIBCXX__)
+  } catch (abi::__forced_unwind&) {
+    throw;  // thread cancellation: swallowing it would terminate the process
+#endif
+  } catch (...) {
+    // Not reported through the logger that just threw; the count is the
+    // trace.
+    g_dropped_lines.fetch_add(1, std::memory_order_relaxed);
   }
-  logger_->log(level, "{}", line);
 }
+
+int64_t EventLog::dropped_lines() { return g_dropped_lines.load(std::memory_order_relaxed); }
 
 }  // namespace encore

@@ -58,6 +58,10 @@ std::shared_ptr<spdlog::logger> DefaultLogger();
 
 // Emits events to a logger in the format chosen at construction. Cheap to
 // copy; the level check comes first, so disabled events cost no formatting.
+// Never throws: the logger is the application's, and an exception from one
+// of its sinks (or its error handler) must not escape Method::Run, least of
+// all in the middle of a capture. A line the logger throws on is dropped
+// and counted in dropped_lines().
 class EventLog {
  public:
   explicit EventLog(std::shared_ptr<spdlog::logger> logger = nullptr);
@@ -73,6 +77,8 @@ class EventLog {
   void Debug(std::string_view e, std::initializer_list<LogField> f) const { Log(spdlog::level::debug, e, f); }
 
   const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
+  // Lines dropped because formatting or the logger threw, process-wide.
+  static int64_t dropped_lines();
 
  private:
   void Emit(spdlog::level::level_enum level, std::string_view event, std::span<const LogField> fields) const;

@@ -1,8 +1,63 @@
 #include "encore/core/tensor.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
 
 namespace encore {
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// a * b, or INT64_MAX when that overflows: a size that cannot be represented
+// must never wrap into a small one.
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t p;
+  return __builtin_mul_overflow(a, b, &p) ? kInt64Max : p;
+}
+
+// The element count, or nullopt when a product overflows int64. Any size 0
+// makes it 0 whatever the others are.
+std::optional<int64_t> CheckedNumel(const Shape& shape) {
+  for (int64_t d : shape) {
+    if (d == 0) return 0;
+  }
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+// Bytes from the first to one past the last element, or nullopt when a
+// step overflows or the total exceeds INT64_MAX (byte counts must fit in
+// size_t and in the int64 that offsets and CUDA sizes are computed in).
+// nullopt too for a negative size or stride, whose span means nothing.
+std::optional<size_t> CheckedSpanBytes(const TensorRef& t) {
+  std::optional<int64_t> n = CheckedNumel(t.shape);
+  if (!n || *n < 0) return std::nullopt;
+  if (*n == 0) return 0;
+  const int64_t elem = static_cast<int64_t>(DTypeSize(t.dtype));
+  int64_t bytes;
+  // The element count in bytes must fit even where strides overlap (a
+  // broadcast view touches fewer bytes than it has elements): kernels index
+  // up to numel.
+  if (__builtin_mul_overflow(*n, elem, &bytes)) return std::nullopt;
+  Strides s = t.effective_strides();
+  int64_t last = 0;
+  for (int i = 0; i < t.shape.size(); ++i) {
+    int64_t step;
+    if (t.shape[i] < 0 || s[i] < 0) return std::nullopt;
+    if (__builtin_mul_overflow(t.shape[i] - 1, s[i], &step) || __builtin_add_overflow(last, step, &last)) {
+      return std::nullopt;
+    }
+  }
+  if (__builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, elem, &bytes)) return std::nullopt;
+  return static_cast<size_t>(bytes);
+}
+
+}  // namespace
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
@@ -71,9 +126,7 @@ std::string Dims::ToString() const {
 }
 
 int64_t TensorRef::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  return CheckedNumel(shape).value_or(kInt64Max);
 }
 
 Strides TensorRef::contiguous_strides() const {
@@ -82,7 +135,7 @@ Strides TensorRef::contiguous_strides() const {
   int64_t acc = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
+    acc = SaturatingMul(acc, std::max<int64_t>(shape[i], 1));
   }
   return s;
 }
@@ -102,11 +155,7 @@ bool TensorRef::is_contiguous() const {
 }
 
 size_t TensorRef::span_bytes() const {
-  if (numel() == 0) return 0;
-  Strides s = effective_strides();
-  int64_t last = 0;
-  for (int i = 0; i < shape.size(); ++i) last += (shape[i] - 1) * s[i];
-  return static_cast<size_t>(last + 1) * DTypeSize(dtype);
+  return CheckedSpanBytes(*this).value_or(std::numeric_limits<size_t>::max());
 }
 
 Status ValidateTensorRef(const TensorRef& t, std::string_view what) {
@@ -114,6 +163,11 @@ Status ValidateTensorRef(const TensorRef& t, std::string_view what) {
   if (t.shape.overflowed()) {
     return InvalidArgumentError(w + " has more than " + std::to_string(Dims::kMaxRank) +
                                 " dims");
+  }
+  if (t.strides.overflowed()) {
+    // Checked apart from the stride count below, which would print the
+    // truncated count ("8 strides for rank 8").
+    return InvalidArgumentError(w + " has more than " + std::to_string(Dims::kMaxRank) + " strides");
   }
   if (DTypeSize(t.dtype) == 0) {
     return InvalidArgumentError(w + " has an unknown dtype " +
@@ -126,7 +180,7 @@ Status ValidateTensorRef(const TensorRef& t, std::string_view what) {
     }
   }
   if (!t.strides.empty()) {
-    if (t.strides.overflowed() || t.strides.size() != t.shape.size()) {
+    if (t.strides.size() != t.shape.size()) {
       return InvalidArgumentError(w + " has " + std::to_string(t.strides.size()) +
                                   " strides for rank " + std::to_string(t.shape.size()));
     }
@@ -136,6 +190,11 @@ Status ValidateTensorRef(const TensorRef& t, std::string_view what) {
                                     " in dim " + std::to_string(i));
       }
     }
+  }
+  // Sizes and strides are non-negative here, which the span needs.
+  if (!CheckedSpanBytes(t)) {
+    std::string strides = t.strides.empty() ? std::string() : " and strides " + t.strides.ToString();
+    return InvalidArgumentError(w + " has shape " + t.shape.ToString() + strides + " whose byte size overflows int64");
   }
   if (t.data == nullptr && t.numel() != 0) {
     return InvalidArgumentError(w + " has a null data pointer and shape " + t.shape.ToString());

@@ -73,19 +73,28 @@ struct TensorRef {
   Shape shape;
   Strides strides;
 
+  // The product of the sizes; INT64_MAX when that overflows int64 (never a
+  // wrapped, small count: a null pointer must not pass as empty).
+  // ValidateTensorRef rejects such a tensor.
   int64_t numel() const;
-  // Row-major strides for `shape`, whatever `strides` holds.
+  // Row-major strides for `shape`, whatever `strides` holds; a stride that
+  // overflows int64 (possible only beside a size-0 dim) is INT64_MAX.
   Strides contiguous_strides() const;
   // The strides in force: `strides` if given, else contiguous ones.
   Strides effective_strides() const;
   bool is_contiguous() const;
   // Bytes from the first to one past the last element the view can touch;
   // numel() * element size for a contiguous tensor, 0 if any size is 0.
+  // SIZE_MAX when it cannot be computed: a negative size or stride, or a
+  // count of elements or bytes beyond INT64_MAX (ValidateTensorRef rejects
+  // all of these; SIZE_MAX makes an allocation fail rather than a copy
+  // shrink).
   size_t span_bytes() const;
 };
 
 // Checks that `t` describes something that can be read or written: a known
-// rank, non-negative sizes, strides of the right rank and non-negative, and a
+// rank, non-negative sizes, strides of the right rank and non-negative, an
+// element count, element bytes and byte span that fit in int64, and a
 // non-null pointer unless the tensor is empty. `what` names it in the message
 // ("method 'forward': input 0").
 Status ValidateTensorRef(const TensorRef& t, std::string_view what);

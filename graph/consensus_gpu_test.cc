@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <latch>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -161,6 +163,114 @@ TEST(ConsensusGpuTest, RanksWithDifferentFlagsRunEagerlyFromTheFirstCall) {
             "graphs are off on every rank so that their votes stay in step");
   EXPECT_NE(res[1].report.graphs_off_reason.find("this rank: graphs=on,warmup=4,"), std::string::npos)
       << res[1].report.graphs_off_reason;
+}
+
+// ---- Two methods voting at once
+
+struct MethodRun {
+  MethodReport report;
+  int wrong = 0;
+  int errors = 0;
+  std::string first_error;
+};
+
+// Runs `m` `calls` times on a stream and buffers of its own, once every
+// thread has reached `start`: out = in * a + b with in[i] = call + i + salt.
+MethodRun RunCalls(Method* m, float a, float b, int calls, float salt, std::latch* start) {
+  MethodRun res;
+  auto fail = [&](const std::string& e) {
+    ++res.errors;
+    if (res.first_error.empty()) res.first_error = e;
+  };
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  float *in, *out;
+  cudaMalloc(&in, kN * 4);
+  cudaMalloc(&out, kN * 4);
+  std::vector<float> h(kN);
+  start->arrive_and_wait();
+  for (int call = 0; call < calls; ++call) {
+    for (int64_t i = 0; i < kN; ++i) h[i] = static_cast<float>(call + i) + salt;
+    cudaMemcpyAsync(in, h.data(), kN * 4, cudaMemcpyHostToDevice, s);
+    TensorRef ti{in, DType::kFloat32, {kN}, {}}, to{out, DType::kFloat32, {kN}, {}};
+    if (Status st = m->Run({&ti, 1}, {&to, 1}, s); !st.ok()) fail(st.ToString());
+    cudaMemcpyAsync(h.data(), out, kN * 4, cudaMemcpyDeviceToHost, s);
+    if (cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess) fail(cudaGetErrorName(e));
+    for (int64_t i = 0; i < kN; ++i) {
+      if (h[i] != (static_cast<float>(call + i) + salt) * a + b) {
+        ++res.wrong;
+        break;
+      }
+    }
+  }
+  res.report = m->Report();
+  cudaFree(in);
+  cudaFree(out);
+  cudaStreamDestroy(s);
+  return res;
+}
+
+// Two methods with different warmups on two threads of each of two ranks,
+// all through one ThreadConsensus: a vote of 'a' paired with one of 'b'
+// (their flags differ) would turn graphs off, so every method capturing
+// once and replaying every later call shows that votes paired by method.
+TEST(ConsensusGpuTest, TwoMethodsVotingAtOnceOnTwoThreadsPerRankPairByMethod) {
+  ENCORE_REQUIRE_GPU();
+  constexpr int kRanks = 2, kMethods = 2, kCalls = 200;
+  struct Kind {
+    const char* name;
+    float a, b;
+    int warmup;
+  } const kinds[kMethods] = {{"a", 2.0f, 1.0f, 2}, {"b", 3.0f, -1.0f, 3}};
+  // A few times over: which thread votes first differs from run to run.
+  for (int rep = 0; rep < 3; ++rep) {
+    ThreadConsensus tc(kRanks, std::chrono::seconds(20));
+    std::vector<std::unique_ptr<Manager>> managers;
+    std::vector<std::vector<Method*>> methods(kRanks);
+    for (int r = 0; r < kRanks; ++r) {
+      ManagerOptions o;
+      o.consensus = tc.Rank(r);
+      o.logger = std::make_shared<spdlog::logger>("quiet");
+      auto mgr = Manager::Create(o);
+      ASSERT_TRUE(mgr.ok()) << mgr.status();
+      managers.push_back(*std::move(mgr));
+      for (const Kind& k : kinds) {
+        MethodSpec spec;
+        spec.name = k.name;
+        spec.constants = std::vector<Constant>{};
+        MethodFlags f;
+        f.warmup_calls = k.warmup;
+        spec.flags = f;
+        spec.fn = [k](Call& c) { return testing::AffineCall(c, k.a, k.b); };
+        auto m = managers.back()->Register(std::move(spec));
+        ASSERT_TRUE(m.ok()) << m.status();
+        methods[r].push_back(*m);
+      }
+    }
+    std::latch start(kRanks * kMethods);
+    std::vector<std::vector<MethodRun>> runs(kRanks, std::vector<MethodRun>(kMethods));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r) {
+      for (int k = 0; k < kMethods; ++k) {
+        threads.emplace_back([&, r, k] {
+          runs[r][k] = RunCalls(methods[r][k], kinds[k].a, kinds[k].b, kCalls, 1000.0f * r, &start);
+        });
+      }
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < kRanks; ++r) {
+      for (int k = 0; k < kMethods; ++k) {
+        const MethodRun& run = runs[r][k];
+        const std::string where = "rep " + std::to_string(rep) + " rank " + std::to_string(r) + " method " + kinds[k].name;
+        EXPECT_EQ(run.errors, 0) << where << ": " << run.first_error;
+        EXPECT_EQ(run.wrong, 0) << where;
+        EXPECT_EQ(run.report.graphs_off_reason, "") << where;
+        EXPECT_EQ(run.report.captures, 1) << where;
+        EXPECT_EQ(run.report.warmup_calls, kinds[k].warmup) << where;
+        EXPECT_EQ(run.report.replays, kCalls - kinds[k].warmup - 1) << where;
+      }
+    }
+  }
 }
 
 // ---- NCCL

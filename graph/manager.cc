@@ -29,7 +29,12 @@ Manager::Manager(ManagerOptions options, FlagsText text)
     : options_(std::move(options)), flags_text_(std::move(text)),
       log_(std::make_shared<const EventLog>(options_.logger)) {}
 
-Manager::~Manager() = default;
+Manager::~Manager() {
+  // Registration is over only now; see Register.
+  for (const std::string& n : UnregisteredFlagNames()) {
+    log_->Warn("unknown_method_in_flags", {{"method", n}, {"detail", "no method with this name was registered"}});
+  }
+}
 
 StatusOr<Method*> Manager::Register(MethodSpec spec) {
   if (spec.name.empty()) return InvalidArgumentError("Register: the method name is empty");
@@ -47,7 +52,7 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
     return AlreadyExistsError("Register: a method named '" + spec.name + "' is already registered");
   }
   auto method = std::unique_ptr<Method>(new Method(spec.name, std::move(spec.fn), std::move(spec.constants), flags,
-                                                   log_, [this] { WarnUnknownFlagNames(); }, options_.consensus));
+                                                   log_, [this] { NoteUnregisteredFlagNames(); }, options_.consensus));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_->Info("registered", {{"method", raw->name()},
@@ -66,17 +71,21 @@ Method* Manager::Find(std::string_view name) {
   return it == methods_.end() ? nullptr : it->second.get();
 }
 
-void Manager::WarnUnknownFlagNames() {
-  // Methods are registered after Create, so names in the flags text can only
-  // be judged once the application starts calling them.
+std::vector<std::string> Manager::UnregisteredFlagNames() const {
+  std::vector<std::string> known;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (const auto& [name, m] : methods_) known.push_back(name);
+  }
+  return flags_text_.UnknownMethods(known);
+}
+
+void Manager::NoteUnregisteredFlagNames() {
+  // Info, not a warning: the application may yet register these names.
   std::call_once(warned_unknown_, [this] {
-    std::vector<std::string> known;
-    {
-      std::shared_lock<std::shared_mutex> lock(mu_);
-      for (const auto& [name, m] : methods_) known.push_back(name);
-    }
-    for (const std::string& n : flags_text_.UnknownMethods(known)) {
-      log_->Warn("unknown_method_in_flags", {{"method", n}, {"detail", "no registered method has this name"}});
+    for (const std::string& n : UnregisteredFlagNames()) {
+      log_->Info("flags_method_not_registered",
+                {{"method", n}, {"detail", "no method with this name is registered yet; warned at the Manager's end if none is"}});
     }
   });
 }

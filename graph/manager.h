@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "encore/core/status.h"
 #include "encore/graph/method.h"
@@ -48,6 +49,14 @@ class Manager {
 
   // InvalidArgument for an empty name, a missing fn, bad flags or a constant
   // with a null address; AlreadyExists for a name already registered.
+  //
+  // Names in the flags text that no method has: methods may be registered at
+  // any time, even after others have run, so only the Manager's end knows
+  // that a name was never registered. The first Run of any method logs, at
+  // info, `flags_method_not_registered` for each name not registered by then
+  // (an early hint for a typo); the destructor warns,
+  // `unknown_method_in_flags`, for each name still not registered. A name
+  // registered later, whenever that is, never gets the warning.
   StatusOr<Method*> Register(MethodSpec spec);
   // nullptr if no method has that name.
   Method* Find(std::string_view name);
@@ -56,7 +65,10 @@ class Manager {
 
  private:
   Manager(ManagerOptions options, FlagsText text);
-  void WarnUnknownFlagNames();
+  // The flags-text names no registered method has, each once.
+  std::vector<std::string> UnregisteredFlagNames() const;
+  // Called by every method's first Run; logs once.
+  void NoteUnregisteredFlagNames();
 
   const ManagerOptions options_;
   const FlagsText flags_text_;

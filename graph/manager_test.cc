@@ -1,11 +1,17 @@
 // Manager logic that makes no CUDA call: registration, flags, the report
 // before any call. Runs on every CPU machine.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
 
 #include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "encore/tests/log_capture.h"
+#include "encore/core/log.h"
 #include "encore/graph/manager.h"
 
 namespace encore {
@@ -83,6 +89,79 @@ TEST(ManagerTest, ReleaseWithANullConstantChangesNothing) {
   Status s = (*m)->Release(std::vector<Constant>{{"kv", nullptr, 8}});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "method 'm': constant 0 ('kv') has a null address");
+}
+
+// Unknown names in the flags text are judged when registration is over,
+// the Manager's end: a method registered after others ran is not one.
+TEST(ManagerFlagNamesTest, OnlyNamesNeverRegisteredAreWarnedAbout) {
+  LogCapture logs;
+  ManagerOptions o;
+  o.flags_text = "early:warmup=1;late:graphs=off;ghost:warmup=2;*:checks=off";
+  o.logger = logs.logger();
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  auto early = (*mgr)->Register(Affine("early", nullptr));
+  ASSERT_TRUE(early.ok());
+  // The first Run of any method calls the Manager's hook before anything
+  // else; on a machine without a GPU the Run then fails, which does not
+  // matter here.
+  (void)(*early)->Run({}, {}, nullptr);
+  EXPECT_EQ(logs.Count("unknown_method_in_flags"), 0) << "warned while methods may still be registered";
+  auto late_hint = logs.Find("flags_method_not_registered", "method", "late");
+  ASSERT_TRUE(late_hint.has_value());
+  EXPECT_EQ(late_hint->level, spdlog::level::info);
+  EXPECT_TRUE(logs.Find("flags_method_not_registered", "method", "ghost").has_value());
+  EXPECT_FALSE(logs.Find("flags_method_not_registered", "method", "early").has_value());
+
+  auto late = (*mgr)->Register(Affine("late", nullptr));
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE((*late)->flags().graphs);
+  (void)(*late)->Run({}, {}, nullptr);
+  EXPECT_EQ(logs.Count("flags_method_not_registered"), 2) << "the hint is given once";
+  mgr->reset();
+  std::vector<CapturedEvent> warned = logs.Named("unknown_method_in_flags");
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_EQ(warned[0].field("method"), "ghost");
+  EXPECT_EQ(warned[0].level, spdlog::level::warn);
+  EXPECT_EQ(warned[0].field("detail"), "no method with this name was registered");
+}
+
+TEST(ManagerFlagNamesTest, AManagerWhoseMethodsNeverRanStillWarns) {
+  LogCapture logs;
+  ManagerOptions o;
+  o.flags_text = "decod:graphs=off";
+  o.logger = logs.logger();
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  ASSERT_TRUE((*mgr)->Register(Affine("decode", nullptr)).ok());
+  EXPECT_EQ(logs.Count("unknown_method_in_flags"), 0);
+  mgr->reset();
+  ASSERT_TRUE(logs.Find("unknown_method_in_flags", "method", "decod").has_value());
+}
+
+// A sink that throws on every line, with an error handler that rethrows:
+// the application's logger failing must not make a public call throw.
+class ThrowingSink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg&) override { throw std::runtime_error("disk full"); }
+  void flush_() override {}
+};
+
+TEST(ManagerLoggerTest, ALoggerThatThrowsDoesNotEscapeRegisterOrTheDestructor) {
+  auto logger = std::make_shared<spdlog::logger>("throwing", std::make_shared<ThrowingSink>());
+  logger->set_error_handler([](const std::string& m) { throw std::runtime_error(m); });
+  ManagerOptions o;
+  o.flags_text = "ghost:graphs=off";
+  o.logger = logger;
+  const int64_t before = EventLog::dropped_lines();
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  // A throw would fail the test; one from the destructor would end it.
+  auto m = (*mgr)->Register(Affine("m", nullptr));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_NE((*mgr)->Find("m"), nullptr);
+  mgr->reset();  // warns about 'ghost'
+  EXPECT_EQ(EventLog::dropped_lines() - before, 2);
 }
 
 }  // namespace

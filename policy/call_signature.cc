@@ -1,5 +1,7 @@
 #include "encore/policy/call_signature.h"
 
+#include <cstdint>
+
 namespace encore {
 namespace {
 
@@ -15,7 +17,9 @@ bool StridesMatch(const TensorSignature& sig, const TensorRef& t, int* bad_dim, 
         *given = acc;
         return false;
       }
-      acc *= t.shape[i] > 0 ? t.shape[i] : 1;
+      // Saturating, as TensorRef::contiguous_strides is: a shape with a
+      // size-0 dim may have strides beyond int64.
+      if (__builtin_mul_overflow(acc, t.shape[i] > 0 ? t.shape[i] : 1, &acc)) acc = INT64_MAX;
     }
     return true;
   }
@@ -30,6 +34,9 @@ bool StridesMatch(const TensorSignature& sig, const TensorRef& t, int* bad_dim, 
 }
 
 bool TensorMatches(const TensorSignature& sig, const TensorRef& t) {
+  // Dims beyond kMaxRank were dropped, so the kept ones can equal a captured
+  // rank-8 shape: such a call must reach validation, which rejects it.
+  if (t.shape.overflowed() || t.strides.overflowed()) return false;
   if (t.dtype != sig.dtype || t.shape.size() != sig.shape.size()) return false;
   for (int i = 0; i < t.shape.size(); ++i) {
     if (t.shape[i] != sig.shape[i]) return false;
@@ -44,6 +51,11 @@ bool TensorMatches(const TensorSignature& sig, const TensorRef& t) {
 // when `t` matches `sig`. Rank and sizes come first: they are what a user
 // changes on purpose, and the spec's example names the dim.
 std::string Describe(const TensorSignature& sig, const TensorRef& t) {
+  if (t.shape.overflowed()) {
+    return "has more than " + std::to_string(Dims::kMaxRank) + " dims, captured with rank " +
+           std::to_string(sig.shape.size());
+  }
+  if (t.strides.overflowed()) return "has more than " + std::to_string(Dims::kMaxRank) + " strides";
   if (t.shape.size() != sig.shape.size()) {
     return "has rank " + std::to_string(t.shape.size()) + ", captured with " + std::to_string(sig.shape.size());
   }
@@ -75,6 +87,8 @@ std::string Plural(size_t n, const char* word) {
 }  // namespace
 
 TensorSignature TensorSignature::Of(const TensorRef& t) {
+  // `t` was validated, so span_bytes() is exact; it saturates rather than
+  // wraps on a tensor that was not.
   return TensorSignature{t.dtype, t.shape, t.effective_strides(), t.span_bytes()};
 }
 

@@ -34,6 +34,8 @@ class CallSignature {
   const std::vector<TensorSignature>& outputs() const { return outputs_; }
 
   // True when the call could replay a graph captured with this signature.
+  // False for a tensor given more than kMaxRank sizes or strides, whose
+  // dropped dims the signature cannot see: validation rejects it.
   bool Matches(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const;
 
   // OK when Matches; otherwise an InvalidArgument that names the method, the

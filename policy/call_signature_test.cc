@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace encore {
@@ -71,6 +72,35 @@ TEST(CallSignatureTest, DataPointersDoNotMatter) {
   in[0].data = g_buf + 100;
   EXPECT_TRUE(sig.Matches(in, {}));
   EXPECT_EQ(sig.ToString(), "in=[float32(5)] out=[]");
+}
+
+TEST(CallSignatureOverflowTest, MoreThanEightDimsNeverMatchARankEightCapture) {
+  std::vector<TensorRef> eight = {T({1, 2, 1, 2, 1, 2, 1, 2})};
+  CallSignature sig = CallSignature::Of(eight, eight);
+  ASSERT_TRUE(sig.Matches(eight, eight));
+  // Its first eight dims equal the capture's; the ninth was dropped.
+  std::vector<TensorRef> nine = {T({1, 2, 1, 2, 1, 2, 1, 2, 5})};
+  ASSERT_TRUE(nine[0].shape.overflowed());
+  EXPECT_FALSE(sig.Matches(nine, eight));
+  EXPECT_FALSE(sig.Matches(eight, nine));
+  EXPECT_EQ(sig.Compare("forward", nine, eight).message(),
+            "method 'forward': input 0 has more than 8 dims, captured with rank 8");
+  EXPECT_EQ(sig.Compare("forward", eight, nine).message(),
+            "method 'forward': output 0 has more than 8 dims, captured with rank 8");
+  std::vector<TensorRef> nine_strides = {T({1, 2, 1, 2, 1, 2, 1, 2}, DType::kFloat32, {8, 4, 4, 2, 2, 1, 1, 1, 1})};
+  ASSERT_TRUE(nine_strides[0].strides.overflowed());
+  EXPECT_FALSE(sig.Matches(nine_strides, eight));
+  EXPECT_EQ(sig.Compare("forward", nine_strides, eight).message(), "method 'forward': input 0 has more than 8 strides");
+}
+
+TEST(CallSignatureOverflowTest, HugeSizesBesideAZeroDimMatchTheirCapture) {
+  // Contiguous strides beyond int64 saturate on both sides of the guard, so
+  // an empty tensor with huge dims replays instead of being refused.
+  std::vector<TensorRef> in = {TensorRef{nullptr, DType::kFloat32, {0, int64_t{1} << 40, int64_t{1} << 40}, {}}};
+  CallSignature sig = CallSignature::Of(in, {});
+  EXPECT_EQ(sig.inputs()[0].span_bytes, 0u);
+  EXPECT_TRUE(sig.Matches(in, {}));
+  EXPECT_TRUE(sig.Compare("f", in, {}).ok());
 }
 
 }  // namespace

@@ -9,10 +9,38 @@
 namespace encore {
 namespace {
 
+// ASCII whitespace, '\r' included: a flags file written on Windows ends its
+// lines with "\r\n".
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return s;
+}
+
+// `s` with control and non-ASCII bytes escaped ("\r", "\x01", "\xc2"), so a
+// message that quotes a token shows what made it bad.
+std::string Visible(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          static const char kHex[] = "0123456789abcdef";
+          out += "\\x";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
 }
 
 std::vector<std::string_view> Split(std::string_view s, char sep) {
@@ -28,7 +56,7 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 }
 
 Status Bad(std::string_view token, std::string_view why) {
-  return InvalidArgumentError("method flags: bad token '" + std::string(token) + "': " + std::string(why));
+  return InvalidArgumentError("method flags: bad token '" + Visible(token) + "': " + Visible(why));
 }
 
 std::optional<bool> ParseBool(std::string_view v) {
@@ -129,6 +157,8 @@ StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
       return Bad(entry, "expected 'method:key=value,...'");
     }
     std::string_view name = Trim(entry.substr(0, colon));
+    // Quoting the empty name would print '' and hide which entry it was.
+    if (name.empty()) return Bad(entry, "no method name before ':'");
     if (!ValidName(name)) return Bad(name, "not a method name (letters, digits, _ - . / or *)");
     FlagEntry fe{std::string(name), {}};
     std::string_view body = entry.substr(colon + 1);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace encore {
@@ -70,7 +71,7 @@ TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
       {"f:", "method flags: bad token 'f:': no flags after ':'"},
       {"f:graphs=on,,warmup=1", "method flags: bad token 'f:graphs=on,,warmup=1': empty flag"},
       {"a b:graphs=on", "method flags: bad token 'a b': not a method name (letters, digits, _ - . / or *)"},
-      {":graphs=on", "method flags: bad token '': not a method name (letters, digits, _ - . / or *)"},
+      {":graphs=on", "method flags: bad token ':graphs=on': no method name before ':'"},
   };
   for (const Case& c : bad) {
     auto t = FlagsText::Parse(c.text);
@@ -144,6 +145,64 @@ TEST(MethodFlagsTest, FingerprintIsFnv1aOfTheText) {
   f.warmup_calls = 0;
   f.max_graphs = 1;
   EXPECT_EQ(DecisionFlagsFingerprint(f), 0xcd8f32c3a1805958ull);
+}
+
+TEST(FlagsTextWhitespaceTest, WindowsLineEndsAndOtherSpacesAroundTokensAreAccepted) {
+  const char* texts[] = {
+      "forward:graphs=off,warmup=2\r\n",
+      "forward:graphs=off,warmup=2\r",
+      "forward:graphs=off\r\n,\r\nwarmup=2\r\n;\r\ndecode:max_graphs=3\r\n",
+      "\tforward\v:\fgraphs = off\t,warmup=\r2 ;\r\n",
+  };
+  for (const char* text : texts) {
+    auto t = FlagsText::Parse(text);
+    ASSERT_TRUE(t.ok()) << t.status();
+    MethodFlags f = t->Resolve("forward", {});
+    EXPECT_FALSE(f.graphs) << t.status();
+    EXPECT_EQ(f.warmup_calls, 2);
+  }
+  auto t = FlagsText::Parse("forward:graphs=off\r\n;\r\ndecode:max_graphs=3\r\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->Resolve("decode", {}).max_graphs, 3);
+  EXPECT_EQ(t->UnknownMethods({"forward", "decode"}), std::vector<std::string>{});
+}
+
+TEST(FlagsTextWhitespaceTest, AnEmptyMethodNameQuotesTheWholeEntry) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } bad[] = {
+      {":graphs=off", "method flags: bad token ':graphs=off': no method name before ':'"},
+      {"f:warmup=1; :graphs=off", "method flags: bad token ':graphs=off': no method name before ':'"},
+      {"f:warmup=1;\r\n\t:graphs=off,warmup=2\r\n", "method flags: bad token ':graphs=off,warmup=2': no method name before ':'"},
+  };
+  for (const Case& c : bad) {
+    auto t = FlagsText::Parse(c.text);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(t.status().message(), c.message);
+  }
+}
+
+TEST(FlagsTextWhitespaceTest, InvisibleCharactersInAQuotedTokenAreShown) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } bad[] = {
+      {"f:graphs=o\rn", "method flags: bad token 'graphs=o\\rn': graphs takes on or off"},
+      {"f:gra\x01phs=on",
+       "method flags: bad token 'gra\\x01phs=on': unknown flag 'gra\\x01phs' (graphs, warmup, on_new_shape, "
+       "max_graphs, checks, copy_outputs)"},
+      {"f\x7f:graphs=on", "method flags: bad token 'f\\x7f': not a method name (letters, digits, _ - . / or *)"},
+      // A no-break space (U+00A0) is not ASCII whitespace.
+      {"f:graphs=on\xc2\xa0", "method flags: bad token 'graphs=on\\xc2\\xa0': graphs takes on or off"},
+      {"f:warmup=1\\", "method flags: bad token 'warmup=1\\\\': warmup takes an integer >= 0"},
+  };
+  for (const Case& c : bad) {
+    auto t = FlagsText::Parse(c.text);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_EQ(t.status().message(), c.message);
+  }
 }
 
 }  // namespace

@@ -25,10 +25,10 @@ StatusOr<std::shared_ptr<NcclConsensus>> NcclConsensus::Create(ncclComm_t comm, 
   ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommCount(comm, &c->size_), "ncclCommCount"));
   ENCORE_ASSIGN_OR_RETURN(c->stream_, Stream::Create());
   void* d = nullptr;
-  ENCORE_CUDA_CALL(Malloc, &d, kMaxValues * sizeof(uint64_t));
+  ENCORE_CUDA_CALL(Malloc, &d, (kMaxValues + kTagValues) * sizeof(uint64_t));
   c->device_vote_ = static_cast<uint64_t*>(d);
   void* h = nullptr;
-  ENCORE_CUDA_CALL(HostAlloc, &h, kMaxValues * sizeof(uint64_t), cudaHostAllocDefault);
+  ENCORE_CUDA_CALL(HostAlloc, &h, (kMaxValues + kTagValues) * sizeof(uint64_t), cudaHostAllocDefault);
   c->host_vote_ = static_cast<uint64_t*>(h);
   return c;
 }
@@ -41,7 +41,10 @@ NcclConsensus::~NcclConsensus() {
 StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> values, std::string_view what) {
   const std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   ENCORE_RETURN_IF_ERROR(CheckValueCount(values.size(), who, what));
+  std::lock_guard<std::mutex> lock(mu_);
   if (aborted_) return FailedPreconditionError(who + ": an earlier vote timed out and aborted the communicator");
+  const uint64_t tag = VoteTag(what);
+  AppendTag(values, tag);
   const size_t n = values.size();
   std::copy(values.begin(), values.end(), host_vote_);
   cudaStream_t s = stream_.get();
@@ -69,7 +72,9 @@ StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> valu
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  return std::vector<uint64_t>(host_vote_, host_vote_ + n);
+  std::vector<uint64_t> min(host_vote_, host_vote_ + n);
+  ENCORE_RETURN_IF_ERROR(CheckTag(min, tag, who, what));
+  return min;
 }
 
 }  // namespace encore

@@ -1,7 +1,9 @@
 // NcclConsensus: RankConsensus over NCCL itself. A vote is an all-reduce
 // (minimum) of at most four 64-bit integers on the communicator the method's collectives use, on
 // a stream of its own, so ranks agree through the same channel their
-// collectives travel and no second one has to be set up.
+// collectives travel and no second one has to be set up. Each vote also
+// carries its tag and holds the object's lock; see RankConsensus on methods
+// that vote concurrently.
 #ifndef ENCORE_POLICY_NCCL_CONSENSUS_H_
 #define ENCORE_POLICY_NCCL_CONSENSUS_H_
 
@@ -10,6 +12,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -40,8 +43,11 @@ class NcclConsensus : public RankConsensus {
   int size_ = 1;
   std::chrono::milliseconds timeout_{0};
   Stream stream_;
-  uint64_t* device_vote_ = nullptr;  // kMaxValues
-  uint64_t* host_vote_ = nullptr;    // kMaxValues, pinned
+  // One vote at a time: NCCL calls on one communicator from two threads
+  // could interleave, and votes share the buffers below.
+  std::mutex mu_;
+  uint64_t* device_vote_ = nullptr;  // kMaxValues + kTagValues
+  uint64_t* host_vote_ = nullptr;    // kMaxValues + kTagValues, pinned
   bool aborted_ = false;
 };
 

@@ -17,14 +17,36 @@
 // equal flags and shapes every rank refuses the same call. Pure interface,
 // no CUDA: NcclConsensus (graph/) implements it over NCCL, ThreadConsensus
 // (below) for ranks that are threads.
+//
+// Methods that vote at once. Different methods may run concurrently on one
+// rank (on different threads), each voting through the same RankConsensus.
+// Every vote carries its decision, `what` ("capture of 'forward'"), which
+// names the method and the kind of vote, and a vote is only ever combined
+// with the other ranks' votes on the same `what`:
+//  - ThreadConsensus pairs votes by `what`: each decision has rounds of its
+//    own, so concurrent methods cannot pair with each other, whatever order
+//    their threads reach it in.
+//  - NcclConsensus cannot choose: a vote is an all-reduce, and NCCL pairs
+//    the k-th collective of every rank on a communicator, so votes pair in
+//    the order each rank issues them, as the methods' own collectives do.
+//    It serializes its votes (two threads never interleave their calls on
+//    the communicator) and sends VoteTag(what) with each, so a vote paired
+//    with another decision's is an error on every rank (those methods turn
+//    graphs off on every rank), never a silently mixed result. Methods that
+//    vote concurrently on one communicator stay paired only if the
+//    application runs them in the same order on every rank, which NCCL
+//    already requires of their collectives; else give each concurrent
+//    method a communicator of its own.
 #ifndef ENCORE_POLICY_RANK_CONSENSUS_H_
 #define ENCORE_POLICY_RANK_CONSENSUS_H_
 
 #include <chrono>
 #include <cstdint>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,9 +62,16 @@ class RankConsensus {
   virtual ~RankConsensus() = default;
   // The element-wise minimum of every rank's `values`; every rank passes
   // the same number (1 to kMaxValues, else InvalidArgument). `what` names
-  // the decision for logs and errors. A rank that does not vote in time is
-  // an error (kDeadlineExceeded), never a hang.
+  // the decision, and only votes on the same `what` combine (see above):
+  // every rank's vote on one decision passes the same text. A rank that
+  // does not vote in time is an error (kDeadlineExceeded), never a hang; a
+  // vote paired with another decision's is kFailedPrecondition.
   virtual StatusOr<std::vector<uint64_t>> AllMin(std::vector<uint64_t> values, std::string_view what) = 0;
+
+  // A 64-bit FNV-1a hash of `what`, stable across processes and builds:
+  // what a vote sends so that the ranks can check that they voted on the
+  // same decision.
+  static uint64_t VoteTag(std::string_view what);
 
   // True when every rank voted true: one AllMin.
   StatusOr<bool> AllAgree(bool vote, std::string_view what);
@@ -56,10 +85,21 @@ class RankConsensus {
   // The AllMin contract on the number of values, for implementations to
   // check first; `who` names the rank in the error.
   static Status CheckValueCount(size_t n, std::string_view who, std::string_view what);
+
+  // For implementations whose votes pair by order (NcclConsensus): AppendTag
+  // adds kTagValues values carrying `tag` to a vote before the element-wise
+  // minimum; CheckTag removes them from the minimum and is an error,
+  // kFailedPrecondition, unless every rank sent `tag`.
+  static constexpr size_t kTagValues = 2;
+  static void AppendTag(std::vector<uint64_t>& values, uint64_t tag);
+  static Status CheckTag(std::vector<uint64_t>& min, uint64_t tag, std::string_view who, std::string_view what);
 };
 
 // Ranks that are threads of one process: each thread holds its own
-// ThreadConsensus::Rank, made from one shared ThreadConsensus.
+// ThreadConsensus::Rank, made from one shared ThreadConsensus. Votes pair by
+// `what` (see above); a vote whose `what` no other rank votes on times out.
+// A rank that votes again on a `what` whose round it is already in (the
+// method on a second device) waits for that round and joins the next.
 class ThreadConsensus {
  public:
   ThreadConsensus(int ranks, std::chrono::milliseconds timeout);
@@ -69,15 +109,21 @@ class ThreadConsensus {
 
  private:
   class Voter;
+  // One round of votes on one decision. Shared with its waiters, so a later
+  // round of the same decision cannot overwrite the result they read.
+  struct Round {
+    std::vector<uint64_t> min;  // the minimum so far, then the result
+    std::vector<bool> voted;    // per rank
+    int arrived = 0;
+    bool done = false;
+  };
   struct State {
     std::mutex mu;
     std::condition_variable cv;
     int ranks;
     std::chrono::milliseconds timeout;
-    int arrived = 0;
-    std::vector<uint64_t> min;     // this round's minimum so far
-    std::vector<uint64_t> result;  // the last round's
-    unsigned long long round = 0;
+    // The open round of each decision, by `what`; removed when complete.
+    std::map<std::string, std::shared_ptr<Round>, std::less<>> open;
     bool broken = false;  // a vote timed out: the ranks are out of step
   };
   std::shared_ptr<State> state_;
