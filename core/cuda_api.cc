@@ -1,6 +1,7 @@
 #include "encore/core/cuda_api.h"
 
 #include <array>
+#include <utility>
 #include <cassert>
 
 cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
@@ -49,6 +50,26 @@ struct Plan {
   std::atomic<int> error{0};
 };
 std::array<Plan, kNumCalls> g_plans;
+std::atomic<bool> g_leave_in_last_error{false};
+// An injected error the seam's GetLastError reports next on this thread.
+thread_local cudaError_t t_pending_error = cudaSuccess;
+
+// Puts `err` in this thread's last-error slot the way CUDA would. Real calls
+// run with the capture mode relaxed, so an open capture is not invalidated
+// by them.
+void LeaveInLastErrorSlot(cudaError_t err) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  void* p = nullptr;
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaMalloc(&p, size_t{1} << 62);  // fails: out of memory
+  } else if (err == cudaErrorInvalidValue) {
+    (void)cudaMalloc(nullptr, 1);  // fails: invalid value
+  } else {
+    t_pending_error = err;
+  }
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+}
 
 // Returns true with *err set when this call is one to fail.
 bool Hit(CudaCall call, cudaError_t* err) {
@@ -58,6 +79,9 @@ bool Hit(CudaCall call, cudaError_t* err) {
   if (from != 0 && n >= from && n <= p.fail_to.load(std::memory_order_relaxed)) {
     p.failed.fetch_add(1, std::memory_order_relaxed);
     *err = static_cast<cudaError_t>(p.error.load(std::memory_order_relaxed));
+    if (call != CudaCall::kGetLastError && g_leave_in_last_error.load(std::memory_order_relaxed)) {
+      LeaveInLastErrorSlot(*err);
+    }
     return true;
   }
   return false;
@@ -70,6 +94,12 @@ struct Injected<C, Real> {
   static cudaError_t Fn(A... a) {
     cudaError_t err;
     if (Hit(C, &err)) return err;
+    if constexpr (C == CudaCall::kGetLastError) {
+      // The real slot is read (and cleared) too, as CUDA would.
+      cudaError_t real = Real(a...);
+      if (t_pending_error != cudaSuccess) return std::exchange(t_pending_error, cudaSuccess);
+      return real;
+    }
     return Real(a...);
   }
 };
@@ -114,6 +144,8 @@ CudaFaultInjector::CudaFaultInjector() {
 CudaFaultInjector::~CudaFaultInjector() {
   internal::g_cuda_api.store(&kReal);
   ClearFailures();
+  LeaveInLastError(false);
+  t_pending_error = cudaSuccess;
   g_injector_alive.store(false);
 }
 
@@ -128,6 +160,8 @@ void CudaFaultInjector::FailNth(CudaCall call, int nth, cudaError_t error, int t
 void CudaFaultInjector::ClearFailures() {
   for (Plan& p : g_plans) p.fail_from.store(0);
 }
+
+void CudaFaultInjector::LeaveInLastError(bool on) { g_leave_in_last_error.store(on); }
 
 int CudaFaultInjector::Count(CudaCall call) const {
   return g_plans[static_cast<int>(call)].calls.load();

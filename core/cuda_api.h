@@ -119,6 +119,11 @@ class CudaFaultInjector {
   void FailNth(CudaCall call, int nth, cudaError_t error, int times = 1);
   // Stops failing anything; counts go on.
   void ClearFailures();
+  // Also leaves each injected error in the calling thread's last-error slot,
+  // where CUDA leaves a real one: out-of-memory and invalid-value errors by
+  // making a real CUDA call that fails that way, any other error (a capture
+  // invalidated, say) for the next cuda().GetLastError() on that thread.
+  void LeaveInLastError(bool on);
   // Calls of `call` since the injector was made (or ResetCounts).
   int Count(CudaCall call) const;
   // Calls that were failed on purpose.
