@@ -1,0 +1,128 @@
+// Soak: 1,000,000 calls of a small method under on_new_shape=recapture, the
+// caller's input and output rotating over 8 buffer pairs and the shape
+// changing every 10,000 calls (three shapes, two graphs kept, so every change
+// recaptures and updates an executable in place). Every 1,000th result is
+// checked. Device memory, the method's graph memory and host RSS after the
+// first 100,000 calls must equal those at the end: replays and recaptures
+// must not grow memory. Not a timed test; exits 1 on a wrong result or
+// growth, 77 without a GPU.
+//
+//   bench/soak [--calls N]
+#include <cuda_runtime.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "encore/encore.h"
+#include "encore/tests/test_kernels.h"
+
+namespace {
+
+constexpr int kPairs = 8;
+constexpr int64_t kMaxN = 4096;
+constexpr int64_t kShapes[] = {4096, 2048, 1024};
+
+long RssKiB() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+size_t DeviceUsed() {
+  size_t free_bytes = 0, total = 0;
+  (void)cudaMemGetInfo(&free_bytes, &total);
+  return total - free_bytes;
+}
+
+struct Snapshot {
+  size_t device_used;
+  size_t graph_reserved;
+  size_t graph_live;
+  long rss_kib;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long calls = 1000000;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--calls") == 0) calls = std::atol(argv[i + 1]);
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("soak: no GPU\n");
+    return 77;
+  }
+  encore::ManagerOptions o;
+  o.logger = std::make_shared<spdlog::logger>("soak_quiet");  // no sinks: silent
+  auto mgr = encore::Manager::Create(o);
+  encore::MethodSpec spec;
+  spec.name = "soak";
+  spec.constants = std::vector<encore::Constant>{};
+  encore::MethodFlags f;
+  f.on_new_shape = encore::ShapePolicy::kRecapture;
+  f.max_graphs = 2;
+  spec.flags = f;
+  spec.fn = [](encore::Call& c) -> encore::Status {
+    return encore::CudaStatus(encore::testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
+                                                            static_cast<float*>(c.output(0).data), 2.0f, 1.0f,
+                                                            c.input(0).numel(), c.stream()),
+                              "LaunchAffine");
+  };
+  if (!mgr.ok()) return 1;
+  auto m = (*mgr)->Register(std::move(spec));
+  if (!m.ok()) return 1;
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  std::vector<float*> x(kPairs), y(kPairs);
+  std::vector<float> host(kMaxN);
+  for (int p = 0; p < kPairs; ++p) {
+    cudaMalloc(&x[p], kMaxN * sizeof(float));
+    cudaMalloc(&y[p], kMaxN * sizeof(float));
+    for (int64_t j = 0; j < kMaxN; ++j) host[j] = static_cast<float>(p * 100000 + j);
+    cudaMemcpy(x[p], host.data(), kMaxN * sizeof(float), cudaMemcpyHostToDevice);
+  }
+  Snapshot warm{};
+  long wrong = 0;
+  for (long i = 0; i < calls; ++i) {
+    const int p = static_cast<int>(i % kPairs);
+    const int64_t n = kShapes[(i / 10000) % 3];
+    encore::TensorRef in{x[p], encore::DType::kFloat32, {n}, {}}, out{y[p], encore::DType::kFloat32, {n}, {}};
+    encore::Status st = (*m)->Run({&in, 1}, {&out, 1}, s);
+    if (!st.ok()) {
+      std::printf("soak: call %ld failed: %s\n", i, st.ToString().c_str());
+      return 1;
+    }
+    if (i % 1000 == 999) {
+      cudaStreamSynchronize(s);
+      float got = 0;
+      cudaMemcpy(&got, y[p] + n - 1, sizeof got, cudaMemcpyDeviceToHost);
+      if (got != 2.0f * static_cast<float>(p * 100000 + n - 1) + 1.0f) ++wrong;
+    }
+    if (i + 1 == 100000 || i + 1 == calls) {
+      cudaStreamSynchronize(s);
+      encore::MethodReport r = (*m)->Report();
+      Snapshot now{DeviceUsed(), r.memory.reserved_bytes, r.memory.live_bytes, RssKiB()};
+      std::printf("soak: after %ld calls: device used %zu B, graph reserved %zu B, graph live %zu B, RSS %ld KiB; "
+                  "captures %lld, recaptures %lld, updates in place %lld, replays %lld\n",
+                  i + 1, now.device_used, now.graph_reserved, now.graph_live, now.rss_kib,
+                  static_cast<long long>(r.captures), static_cast<long long>(r.recaptures),
+                  static_cast<long long>(r.updates_in_place), static_cast<long long>(r.replays));
+      if (i + 1 == 100000) warm = now;
+    }
+  }
+  encore::MethodReport r = (*m)->Report();
+  Snapshot end{DeviceUsed(), r.memory.reserved_bytes, r.memory.live_bytes, RssKiB()};
+  const bool grew = calls > 100000 && (end.device_used != warm.device_used || end.graph_reserved != warm.graph_reserved ||
+                                       end.graph_live != warm.graph_live || end.rss_kib != warm.rss_kib);
+  std::printf("soak: %ld calls, %ld wrong results checked, memory %s\n", calls, wrong,
+              grew ? "GREW" : "equal after 100000 calls and at the end");
+  return wrong == 0 && !grew ? 0 : 1;
+}
