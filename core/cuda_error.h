@@ -1,6 +1,5 @@
-// CUDA error codes as Status, and the thin macros that check a CUDA call.
-// The work (naming the error, choosing the code) is out of line so the macros
-// add little code at each call site.
+// CUDA error codes as Status. CUDA calls themselves go through the fault
+// table and ENCORE_CUDA_CALL (core/cuda_api.h), the one way to call CUDA.
 #ifndef ENCORE_CORE_CUDA_ERROR_H_
 #define ENCORE_CORE_CUDA_ERROR_H_
 
@@ -32,13 +31,5 @@ bool IsContextLostError(cudaError_t err);
 Status CudaStatus(cudaError_t err, std::string_view api, std::string_view context = {});
 
 }  // namespace encore
-
-// Returns a Status from the enclosing function when the CUDA call fails.
-#define ENCORE_CUDA_RETURN_IF_ERROR(call)                                   \
-  do {                                                                     \
-    cudaError_t encore_cuda_err_ = (call);                                 \
-    if (encore_cuda_err_ != cudaSuccess)                                   \
-      return ::encore::CudaStatus(encore_cuda_err_, #call);                \
-  } while (0)
 
 #endif  // ENCORE_CORE_CUDA_ERROR_H_

@@ -38,17 +38,5 @@ TEST(CudaErrorTest, MessageNamesApiErrorAndText) {
   EXPECT_TRUE(CudaStatus(cudaSuccess, "x").ok());
 }
 
-Status UsesMacro(cudaError_t e) {
-  ENCORE_CUDA_RETURN_IF_ERROR(e);
-  return OkStatus();
-}
-
-TEST(CudaErrorTest, MacroReturnsNamedStatus) {
-  EXPECT_TRUE(UsesMacro(cudaSuccess).ok());
-  Status s = UsesMacro(cudaErrorInvalidValue);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "e: cudaErrorInvalidValue (invalid argument)");
-}
-
 }  // namespace
 }  // namespace encore

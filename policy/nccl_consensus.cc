@@ -24,18 +24,10 @@ StatusOr<std::shared_ptr<NcclConsensus>> NcclConsensus::Create(ncclComm_t comm, 
   ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommUserRank(comm, &c->rank_), "ncclCommUserRank"));
   ENCORE_RETURN_IF_ERROR(NcclStatus(ncclCommCount(comm, &c->size_), "ncclCommCount"));
   ENCORE_ASSIGN_OR_RETURN(c->stream_, Stream::Create());
-  void* d = nullptr;
-  ENCORE_CUDA_CALL(Malloc, &d, (kMaxValues + kTagValues) * sizeof(uint64_t));
-  c->device_vote_ = static_cast<uint64_t*>(d);
-  void* h = nullptr;
-  ENCORE_CUDA_CALL(HostAlloc, &h, (kMaxValues + kTagValues) * sizeof(uint64_t), cudaHostAllocDefault);
-  c->host_vote_ = static_cast<uint64_t*>(h);
+  constexpr size_t kBytes = (kMaxValues + kTagValues) * sizeof(uint64_t);
+  ENCORE_ASSIGN_OR_RETURN(c->device_vote_, DeviceMemory::Allocate(kBytes));
+  ENCORE_ASSIGN_OR_RETURN(c->host_vote_, PinnedHostMemory::Allocate(kBytes));
   return c;
-}
-
-NcclConsensus::~NcclConsensus() {
-  if (device_vote_) (void)cuda().Free(device_vote_);
-  if (host_vote_) (void)cuda().FreeHost(host_vote_);
 }
 
 StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> values, std::string_view what) {
@@ -46,12 +38,14 @@ StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> valu
   const uint64_t tag = VoteTag(what);
   AppendTag(values, tag);
   const size_t n = values.size();
-  std::copy(values.begin(), values.end(), host_vote_);
+  uint64_t* host_vote = host_vote_.as<uint64_t>();
+  uint64_t* device_vote = device_vote_.as<uint64_t>();
+  std::copy(values.begin(), values.end(), host_vote);
   cudaStream_t s = stream_.get();
-  ENCORE_CUDA_CALL(MemcpyAsync, device_vote_, host_vote_, n * sizeof(uint64_t), cudaMemcpyHostToDevice, s);
-  ENCORE_RETURN_IF_ERROR(NcclStatus(ncclAllReduce(device_vote_, device_vote_, n, ncclUint64, ncclMin, comm_, s),
+  ENCORE_CUDA_CALL(MemcpyAsync, device_vote, host_vote, n * sizeof(uint64_t), cudaMemcpyHostToDevice, s);
+  ENCORE_RETURN_IF_ERROR(NcclStatus(ncclAllReduce(device_vote, device_vote, n, ncclUint64, ncclMin, comm_, s),
                                     "ncclAllReduce (vote)"));
-  ENCORE_CUDA_CALL(MemcpyAsync, host_vote_, device_vote_, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, s);
+  ENCORE_CUDA_CALL(MemcpyAsync, host_vote, device_vote, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, s);
   // Poll rather than block: a rank that never votes must end in an error,
   // not a hang.
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -72,7 +66,7 @@ StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> valu
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  std::vector<uint64_t> min(host_vote_, host_vote_ + n);
+  std::vector<uint64_t> min(host_vote, host_vote + n);
   ENCORE_RETURN_IF_ERROR(CheckTag(min, tag, who, what));
   return min;
 }

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "encore/core/device_memory.h"
 #include "encore/core/status.h"
 #include "encore/core/stream.h"
 #include "encore/policy/rank_consensus.h"
@@ -29,7 +30,7 @@ class NcclConsensus : public RankConsensus {
   // after `timeout` aborts the communicator (ncclCommAbort: the ranks are out
   // of step and its collectives could never complete) and is an error.
   static StatusOr<std::shared_ptr<NcclConsensus>> Create(ncclComm_t comm, std::chrono::milliseconds timeout);
-  ~NcclConsensus() override;
+  ~NcclConsensus() override = default;
 
   StatusOr<std::vector<uint64_t>> AllMin(std::vector<uint64_t> values, std::string_view what) override;
   int rank() const override { return rank_; }
@@ -46,8 +47,8 @@ class NcclConsensus : public RankConsensus {
   // One vote at a time: NCCL calls on one communicator from two threads
   // could interleave, and votes share the buffers below.
   std::mutex mu_;
-  uint64_t* device_vote_ = nullptr;  // kMaxValues + kTagValues
-  uint64_t* host_vote_ = nullptr;    // kMaxValues + kTagValues, pinned
+  DeviceMemory device_vote_;    // kMaxValues + kTagValues uint64_t
+  PinnedHostMemory host_vote_;  // kMaxValues + kTagValues uint64_t
   bool aborted_ = false;
 };
 

@@ -10,10 +10,11 @@
 #       driver through cudart at run time, so the GPU machine needs only a
 #       driver and python3.
 #
-#   tools/gpu_suite.sh run [--memcheck] [--filter REGEX] [--timeout SECONDS]
+#   tools/gpu_suite.sh run [--memcheck|--racecheck] [--filter REGEX] [--timeout SECONDS]
 #       On the GPU machine: runs every test binary (GoogleTest XML to the
 #       results dir), then every example binary (one test each: exit 0 passes,
-#       77 skips). --memcheck wraps each in compute-sanitizer's memcheck.
+#       77 skips). --memcheck / --racecheck wrap each in compute-sanitizer's
+#       memcheck / racecheck tool.
 #       --filter keeps binaries whose name matches REGEX (grep -E). The last
 #       line is `N passed, N failed, N skipped`; exits non-zero on any failure.
 #
@@ -106,11 +107,12 @@ do_build() {
 }
 
 # ------------------------------------------------------------ run/bench ----
-memcheck=0 filter="" timeout_s=300
+sanitizer_tool="" filter="" timeout_s=300
 parse_run_args() {
   while (($#)); do
     case "$1" in
-      --memcheck) memcheck=1 ;;
+      --memcheck) sanitizer_tool=memcheck ;;
+      --racecheck) sanitizer_tool=racecheck ;;
       --filter) (($# >= 2)) || die "--filter needs a REGEX"; filter="$2"; shift ;;
       --filter=*) filter="${1#--filter=}" ;;
       --timeout) (($# >= 2)) || die "--timeout needs SECONDS"; timeout_s="$2"; shift ;;
@@ -174,13 +176,14 @@ do_run() {
   parse_run_args "$@"
   setup_results
   local sanitizer=()
-  if ((memcheck)); then
+  if [[ -n "$sanitizer_tool" ]]; then
     local cs
-    cs="$(find_sanitizer)" || die "--memcheck: compute-sanitizer not found on PATH or in /usr/local/cuda/bin"
+    cs="$(find_sanitizer)" || die "--$sanitizer_tool: compute-sanitizer not found on PATH or in /usr/local/cuda/bin"
     # API errors are left out: the failure-path tests make CUDA calls that a
-    # capture refuses on purpose; memcheck is here for memory errors.
-    sanitizer=("$cs" --tool memcheck --report-api-errors no --error-exitcode 99)
-    say "memcheck: $cs"
+    # capture refuses on purpose; the tools are here for memory errors and races.
+    sanitizer=("$cs" --tool "$sanitizer_tool" --error-exitcode 99)
+    [[ "$sanitizer_tool" == memcheck ]] && sanitizer+=(--report-api-errors no)
+    say "$sanitizer_tool: $cs"
   fi
   say "results in $results"
 
@@ -213,7 +216,7 @@ do_run() {
 
 do_bench() {
   parse_run_args "$@"
-  ((memcheck == 0)) || die "bench does not take --memcheck"
+  [[ -z "$sanitizer_tool" ]] || die "bench does not take --$sanitizer_tool"
   setup_results
   say "results in $results"
   local f name rc failed=0 ran=0
