@@ -62,7 +62,9 @@ void LeaveInLastErrorSlot(cudaError_t err) {
   (void)cudaThreadExchangeStreamCaptureMode(&mode);
   void* p = nullptr;
   if (err == cudaErrorMemoryAllocation) {
-    (void)cudaMalloc(&p, size_t{1} << 62);  // fails: out of memory
+    // Pinned host memory: a failed device cudaMalloc can make the driver
+    // trim its caches, which would move the device memory tests measure.
+    (void)cudaMallocHost(&p, size_t{1} << 62);  // fails: out of memory
   } else if (err == cudaErrorInvalidValue) {
     (void)cudaMalloc(nullptr, 1);  // fails: invalid value
   } else {
@@ -119,6 +121,16 @@ std::atomic<const CudaApi*> g_cuda_api{&kReal};
 }  // namespace internal
 
 const CudaApi& RealCudaApi() { return kReal; }
+
+namespace internal {
+Status CudaCallFailed(cudaError_t err, CudaCall call) {
+  // The error is encore's and is returned now: take it out of the thread's
+  // last-error slot too, so the application's next error check (or its
+  // method's launch check) does not read it as its own.
+  (void)cuda().GetLastError();
+  return CudaStatus(err, CudaCallName(call));
+}
+}  // namespace internal
 
 std::string_view CudaCallName(CudaCall call) {
   int i = static_cast<int>(call);

@@ -105,6 +105,12 @@ inline const CudaApi& cuda() {
 }
 const CudaApi& RealCudaApi();
 
+namespace internal {
+// ENCORE_CUDA_CALL's failure path: clears the thread's last-error slot and
+// returns the Status naming `call`.
+Status CudaCallFailed(cudaError_t err, CudaCall call);
+}  // namespace internal
+
 // Counts every call through the seam while alive and fails the calls it is
 // told to. One injector at a time, per process; tests only.
 class CudaFaultInjector {
@@ -133,13 +139,14 @@ class CudaFaultInjector {
 
 }  // namespace encore
 
-// Calls cuda().Name(args...) and returns a Status naming the CUDA function
-// from the enclosing function when it fails.
-#define ENCORE_CUDA_CALL(Name, ...)                                                        \
-  do {                                                                                     \
-    cudaError_t encore_cuda_err_ = ::encore::cuda().Name(__VA_ARGS__);                      \
-    if (encore_cuda_err_ != cudaSuccess)                                                   \
-      return ::encore::CudaStatus(encore_cuda_err_, ::encore::CudaCallName(::encore::CudaCall::k##Name)); \
+// Calls cuda().Name(args...) and, when it fails, returns a Status naming the
+// CUDA function from the enclosing function, with the error taken out of the
+// thread's last-error slot (it was encore's, and it is reported).
+#define ENCORE_CUDA_CALL(Name, ...)                                                                    \
+  do {                                                                                                 \
+    cudaError_t encore_cuda_err_ = ::encore::cuda().Name(__VA_ARGS__);                                  \
+    if (encore_cuda_err_ != cudaSuccess)                                                               \
+      return ::encore::internal::CudaCallFailed(encore_cuda_err_, ::encore::CudaCall::k##Name);        \
   } while (0)
 
 #endif  // ENCORE_CORE_CUDA_API_H_

@@ -9,7 +9,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <map>
 #include <string>
 #include <vector>
@@ -90,8 +92,10 @@ struct Buffers {
 
 // What one cell saw: empty when it passed.
 // `counts`, when given, receives each call's invocations in the sequence.
+// `check_memory` is false for the first run, whose module loading and
+// first allocations stay for the process.
 std::string RunCell(Buffers& b, cudaStream_t stream, CudaCall call, int nth, cudaError_t fault,
-                    std::map<CudaCall, int>* counts = nullptr) {
+                    std::map<CudaCall, int>* counts = nullptr, bool check_memory = true) {
   const size_t free_before = FreeDeviceBytes();
   std::string problem;
   {
@@ -144,8 +148,14 @@ std::string RunCell(Buffers& b, cudaStream_t stream, CudaCall call, int nth, cud
     }
   }
   (void)cudaGetLastError();
-  const size_t free_after = FreeDeviceBytes();
-  if (problem.empty() && !IsRelease(call) && free_after != free_before) {
+  size_t free_after = FreeDeviceBytes();
+  if (free_after != free_before) {
+    // The driver returns some memory lazily: measure once more before
+    // calling a difference a leak.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    free_after = FreeDeviceBytes();
+  }
+  if (problem.empty() && check_memory && !IsRelease(call) && free_after != free_before) {
     problem = "device memory differs by " + std::to_string(static_cast<long long>(free_before - free_after)) + " bytes";
   }
   return problem;
@@ -167,7 +177,8 @@ TEST(FaultMatrixGpuTest, EveryCallSiteTimesThreeFaults) {
   // Clean runs: the first loads modules and warms pools; the second counts
   // each call's invocations in the sequence.
   std::map<CudaCall, int> counts;
-  ASSERT_EQ(RunCell(b, stream->get(), CudaCall::kCount, 0, cudaSuccess), "") << "the first clean run";
+  ASSERT_EQ(RunCell(b, stream->get(), CudaCall::kCount, 0, cudaSuccess, nullptr, /*check_memory=*/false), "")
+      << "the first clean run";
   ASSERT_EQ(RunCell(b, stream->get(), CudaCall::kCount, 0, cudaSuccess, &counts), "") << "the counting run";
   ASSERT_FALSE(counts.empty());
   int cells = 0, passed = 0;
