@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "encore/allocator/graph_arena.h"
+#include "encore/core/device_state.h"
 #include "encore/core/log.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
@@ -57,6 +58,11 @@ struct GraphEntry {
   // earns its own executable.
   std::array<uint64_t, 16> missed{};
   size_t missed_next = 0;
+  // Launches of this graph, the capture launch included (verification
+  // checks the first few of every graph).
+  int64_t launches = 0;
+  // Device state the captured body's shims advance on every launch.
+  std::vector<DeviceStateRegion> device_states;
 };
 
 class ExecCache {

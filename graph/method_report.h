@@ -27,7 +27,9 @@
   X(instantiations)   /* executables made with cudaGraphInstantiate */                \
   X(updates_in_place) /* recaptures applied with cudaGraphExecUpdate */               \
   X(exec_variants)    /* extra executables made for recurring caller addresses */     \
-  X(check_failures)
+  X(check_failures)                                                                   \
+  X(verified_launches) /* launches checked against an eager run */                    \
+  X(verify_failures)   /* checked launches whose results differed */
 
 namespace encore {
 
