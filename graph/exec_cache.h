@@ -21,6 +21,7 @@
 #include "encore/core/tensor.h"
 #include "encore/graph/graph.h"
 #include "encore/graph/staging.h"
+#include "encore/policy/binding_policy.h"
 #include "encore/policy/call_signature.h"
 
 namespace encore {
@@ -63,6 +64,9 @@ struct GraphEntry {
   int64_t launches = 0;
   // Device state the captured body's shims advance on every launch.
   std::vector<DeviceStateRegion> device_states;
+  // How this graph reaches the caller's buffers, and why.
+  BindingChoice binding;
+  int64_t rebind_sites = 0;
 };
 
 class ExecCache {

@@ -220,6 +220,9 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
     h.launch.kernelParams = nullptr;
     h.launch.extra = nullptr;
   }
+  // No reference scan yet (BindingFacts{}): every graph is staged, and the
+  // report and log say which check made it so.
+  e.binding = ChooseBinding(flags_.binding, BindingFacts{});
   e.graph = std::make_shared<Graph>(*std::move(job.graph));
   // Under kRecapture with the cache full, update the least recently used
   // graph's executable in place when CUDA accepts it: cheaper than a new
@@ -261,6 +264,10 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
   ++(recapture ? counters_.recaptures : counters_.captures);
   const size_t nodes = e.nodes;
   const std::string sig = e.signature.ToString();
+  if (flags_.binding != Binding::kStaged) {
+    log_.Info("binding", {{"method", name_}, {"call", index}, {"binding", BindingName(e.binding.binding)},
+                          {"reason", e.binding.reason}});
+  }
   cache_.Insert(std::move(job.entry), flags_.max_graphs);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
   log_.Info(recapture ? "recaptured" : "captured", {{"method", name_}, {"call", index}, {"nodes", nodes},

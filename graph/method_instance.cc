@@ -314,6 +314,9 @@ MethodReport MethodInstance::Report() const {
   }
   if (!cache_.empty()) {
     r.graph_nodes = cache_.front().nodes;
+    r.binding = cache_.front().binding.binding;
+    r.binding_reason = cache_.front().binding.reason;
+    r.rebind_sites = cache_.front().rebind_sites;
     if (!flags_.copy_outputs) r.static_outputs = cache_.front().static_outputs;
   }
   r.memory = arena_.stats();

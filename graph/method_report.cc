@@ -55,7 +55,8 @@ std::string FlagsJson(const MethodFlags& f) {
          ",\"warmup_calls\":" + std::to_string(f.warmup_calls) + ",\"on_new_shape\":\"" +
          std::string(ShapePolicyName(f.on_new_shape)) + "\",\"max_graphs\":" + std::to_string(f.max_graphs) +
          ",\"checks\":\"" + std::string(CheckModeName(f.checks)) + "\",\"copy_outputs\":" +
-         (f.copy_outputs ? "true" : "false") + ",\"verify\":" + std::to_string(f.verify) +
+         (f.copy_outputs ? "true" : "false") + ",\"binding\":\"" + std::string(BindingName(f.binding)) +
+         "\",\"verify\":" + std::to_string(f.verify) +
          ",\"verify_every\":" + std::to_string(f.verify_every) + ",\"verify_tolerance\":" + JsonNumber(f.verify_tolerance) +
          "}";
 }
@@ -71,6 +72,9 @@ std::string MethodReport::ToJson() const {
   j += ",\"graphs_off_reason\":" + (graphs_off_reason.empty() ? "null" : "\"" + JsonEscape(graphs_off_reason) + "\"");
   j += ",\"captured_input_shapes\":" + ShapesJson(captured_input_shapes);
   j += ",\"graph_nodes\":" + std::to_string(graph_nodes);
+  j += ",\"binding\":\"" + std::string(BindingName(binding)) + "\",\"binding_reason\":" +
+       (binding_reason.empty() ? "null" : "\"" + JsonEscape(binding_reason) + "\"") +
+       ",\"rebind_sites\":" + std::to_string(rebind_sites);
   j += ",\"memory\":{\"reserved_bytes\":" + std::to_string(memory.reserved_bytes) +
        ",\"live_bytes\":" + std::to_string(memory.live_bytes) + ",\"peak_bytes\":" + std::to_string(memory.peak_bytes) +
        "}";

@@ -141,6 +141,15 @@ std::string_view CheckModeName(CheckMode m) {
   return "unknown";
 }
 
+std::string_view BindingName(Binding b) {
+  switch (b) {
+    case Binding::kStaged: return "staged";
+    case Binding::kDirect: return "direct";
+    case Binding::kAuto: return "auto";
+  }
+  return "unknown";
+}
+
 Status ValidateMethodFlags(const MethodFlags& f, std::string_view what) {
   if (f.warmup_calls < 0) {
     return InvalidArgumentError(std::string(what) + ": warmup_calls is " + std::to_string(f.warmup_calls) +
@@ -168,6 +177,7 @@ void FlagOverrides::ApplyTo(MethodFlags& f) const {
   if (max_graphs) f.max_graphs = *max_graphs;
   if (checks) f.checks = *checks;
   if (copy_outputs) f.copy_outputs = *copy_outputs;
+  if (binding) f.binding = *binding;
   if (verify) f.verify = *verify;
   if (verify_every) f.verify_every = *verify_every;
   if (verify_tolerance) f.verify_tolerance = *verify_tolerance;
@@ -216,6 +226,9 @@ StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
       } else if (key == "checks") {
         o.checks = ParseEnum(value, {CheckMode::kRecord, CheckMode::kTrap, CheckMode::kOff}, CheckModeName);
         if (!o.checks) return Bad(kv, "checks takes record, trap or off");
+      } else if (key == "binding") {
+        o.binding = ParseEnum(value, {Binding::kStaged, Binding::kDirect, Binding::kAuto}, BindingName);
+        if (!o.binding) return Bad(kv, "binding takes staged, direct or auto");
       } else if (key == "verify" || key == "verify_every") {
         std::optional<int>& n = key == "verify" ? o.verify : o.verify_every;
         n = ParseInt(value);
@@ -225,8 +238,8 @@ StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
         if (!o.verify_tolerance) return Bad(kv, "verify_tolerance takes a finite number >= 0");
       } else {
         return Bad(kv, "unknown flag '" + std::string(key) +
-                           "' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, verify, "
-                           "verify_every, verify_tolerance)");
+                           "' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, "
+                           "verify, verify_every, verify_tolerance)");
       }
     }
     out.entries_.push_back(std::move(fe));

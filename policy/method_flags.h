@@ -18,9 +18,15 @@ namespace encore {
 enum class ShapePolicy { kRefuse, kEager, kRecapture };
 // What Call::Check does with a failed device check.
 enum class CheckMode { kRecord, kTrap, kOff };
+// How a graph reaches the caller's buffers: kStaged copies them into and out
+// of static buffers inside the graph; kDirect rewrites the graph's own
+// references to them; kAuto picks direct where it is safe and cheaper
+// (policy/binding_policy.h).
+enum class Binding { kStaged, kDirect, kAuto };
 
 std::string_view ShapePolicyName(ShapePolicy p);
 std::string_view CheckModeName(CheckMode m);
+std::string_view BindingName(Binding b);
 
 struct MethodFlags {
   bool graphs = true;
@@ -30,6 +36,7 @@ struct MethodFlags {
   int max_graphs = 4;
   CheckMode checks = CheckMode::kRecord;
   bool copy_outputs = true;
+  Binding binding = Binding::kAuto;
   // Shadow checking (graph/verifier.h): the capture launch and the first
   // `verify` replays of every new graph, and every `verify_every`th replay,
   // are checked against an eager run of the same call.
@@ -71,6 +78,7 @@ struct FlagOverrides {
   std::optional<int> max_graphs;
   std::optional<CheckMode> checks;
   std::optional<bool> copy_outputs;
+  std::optional<Binding> binding;
   std::optional<int> verify;
   std::optional<int> verify_every;
   std::optional<double> verify_tolerance;

@@ -66,7 +66,7 @@ TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
       {"f:max_graphs=0", "method flags: bad token 'max_graphs=0': max_graphs takes an integer >= 1"},
       {"f:on_new_shape=retry", "method flags: bad token 'on_new_shape=retry': on_new_shape takes refuse, eager or recapture"},
       {"f:checks=loud", "method flags: bad token 'checks=loud': checks takes record, trap or off"},
-      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, verify, verify_every, verify_tolerance)"},
+      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance)"},
       {"f:graphs", "method flags: bad token 'graphs': expected key=value"},
       {"f:", "method flags: bad token 'f:': no flags after ':'"},
       {"f:graphs=on,,warmup=1", "method flags: bad token 'f:graphs=on,,warmup=1': empty flag"},
@@ -192,7 +192,7 @@ TEST(FlagsTextWhitespaceTest, InvisibleCharactersInAQuotedTokenAreShown) {
       {"f:graphs=o\rn", "method flags: bad token 'graphs=o\\rn': graphs takes on or off"},
       {"f:gra\x01phs=on",
        "method flags: bad token 'gra\\x01phs=on': unknown flag 'gra\\x01phs' (graphs, warmup, on_new_shape, "
-       "max_graphs, checks, copy_outputs, verify, verify_every, verify_tolerance)"},
+       "max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance)"},
       {"f\x7f:graphs=on", "method flags: bad token 'f\\x7f': not a method name (letters, digits, _ - . / or *)"},
       // A no-break space (U+00A0) is not ASCII whitespace.
       {"f:graphs=on\xc2\xa0", "method flags: bad token 'graphs=on\\xc2\\xa0': graphs takes on or off"},
@@ -282,6 +282,21 @@ TEST(VerifyFlagsTest, VerifyCountsJoinTheDecisionTextOnlyWhenSet) {
   f.verify = 2;
   f.verify_every = 10;
   EXPECT_EQ(DecisionFlagsText(f), plain + ",verify=2,verify_every=10");
+}
+
+TEST(BindingFlagsTest, DefaultIsAutoAndTheTextNamesEach) {
+  EXPECT_EQ(MethodFlags{}.binding, Binding::kAuto);
+  for (Binding b : {Binding::kStaged, Binding::kDirect, Binding::kAuto}) {
+    auto t = FlagsText::Parse("f:binding=" + std::string(BindingName(b)));
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(t->Resolve("f", {}).binding, b);
+  }
+  EXPECT_EQ(BindingName(Binding::kStaged), "staged");
+  EXPECT_EQ(BindingName(Binding::kDirect), "direct");
+  EXPECT_EQ(BindingName(Binding::kAuto), "auto");
+  auto bad = FlagsText::Parse("f:binding=bound");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "method flags: bad token 'binding=bound': binding takes staged, direct or auto");
 }
 
 }  // namespace
