@@ -253,7 +253,7 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
   GraphEntry& e = *job.entry;
   const bool verify = VerifiesLaunch(flags_, 1, 0);
   std::optional<VerifiedLaunch> v;
-  if (verify) v = BeginVerify(e, inputs, outputs, stream, index);
+  if (verify) v = BeginVerify(e, inputs, GraphOutputs(e, outputs), stream, index);
   if (Status s = LaunchGraph(e.variants.front().exec, stream, index); !s.ok()) {
     // cudaGraphLaunch returned an error, so nothing of the graph ran and the
     // eager retry cannot apply the call twice.
@@ -274,7 +274,7 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
                                                     {"signature", sig}, {"updated_in_place", job.updated_in_place},
                                                     {"us", us}});
   SetPhase(MethodPhase::kReplay, index);
-  if (verify) return FinishVerify(v ? &*v : nullptr, outputs, stream, index);
+  if (verify) return FinishVerify(v ? &*v : nullptr, GraphOutputs(e, outputs), stream, index);
   return OkStatus();
 }
 

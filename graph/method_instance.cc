@@ -254,12 +254,12 @@ Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStre
   const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
   std::optional<VerifiedLaunch> v;
-  if (verify) v = BeginVerify(g, inputs, outputs, stream, index);
+  if (verify) v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
   ENCORE_RETURN_IF_ERROR(LaunchGraph(*exec, stream, index));
   ++g.launches;
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});
-  if (verify) return FinishVerify(v ? &*v : nullptr, outputs, stream, index);
+  if (verify) return FinishVerify(v ? &*v : nullptr, GraphOutputs(g, outputs), stream, index);
   return OkStatus();
 }
 

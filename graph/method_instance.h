@@ -88,6 +88,11 @@ class MethodInstance {
   // After it: the eager re-run and comparison (v null: nothing to check,
   // but the ranks still vote); a mismatch turns graphs off.
   Status FinishVerify(VerifiedLaunch* v, Args outputs, cudaStream_t stream, int64_t index);
+  // Where a launch of `g` leaves its results: the caller's outputs, or with
+  // copy_outputs=false the graph's static outputs (which the caller reads).
+  Args GraphOutputs(const GraphEntry& g, Args outputs) const {
+    return flags_.copy_outputs ? outputs : Args(g.static_outputs);
+  }
   // The difference between the launch and its eager re-run, or empty.
   StatusOr<std::string> CheckLaunch(VerifiedLaunch& v, Args outputs, cudaStream_t stream, int64_t index);
   // Why a graph would be wrong for the listed constants (one in host

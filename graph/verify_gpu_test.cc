@@ -94,6 +94,23 @@ TEST_F(VerifyTest, ACorrectMethodPassesAndIsCounted) {
   EXPECT_NE(mgr_->ReportJson().find("\"verified_launches\":4"), std::string::npos) << mgr_->ReportJson();
 }
 
+TEST_F(VerifyTest, WithoutOutputCopiesTheStaticOutputsAreChecked) {
+  MethodFlags f = Verify(2);
+  f.copy_outputs = false;
+  float scale = 2.0f;
+  Method* m = Register("static_out", [&](Call& c) { return testing::AffineCall(c, scale, 0.0f); }, f);
+  for (int call = 1; call <= 3; ++call) RunOnce(m, call);
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.verified_launches, 2);
+  EXPECT_EQ(r.verify_failures, 0) << r.graphs_off_reason;
+  ASSERT_EQ(r.static_outputs.size(), 1u);
+  scale = 5.0f;
+  RunOnce(m, 4);
+  r = m->Report();
+  EXPECT_EQ(r.verify_failures, 1);
+  EXPECT_EQ(r.graphs_off_reason, "verify: output 0 element 0: graph 8, eager 20 (call 4)");
+}
+
 TEST_F(VerifyTest, VerifyEveryChecksEveryMthReplay) {
   Method* m = Register("every", [](Call& c) { return testing::AffineCall(c, 1.0f, 1.0f); }, Verify(0, 2));
   for (int call = 1; call <= 8; ++call) RunOnce(m, call);
