@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "encore/allocator/graph_arena.h"
+#include "encore/core/device_state.h"
 #include "encore/core/log.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
 #include "encore/graph/graph.h"
 #include "encore/graph/staging.h"
+#include "encore/policy/binding_policy.h"
 #include "encore/policy/call_signature.h"
 
 namespace encore {
@@ -57,6 +59,14 @@ struct GraphEntry {
   // earns its own executable.
   std::array<uint64_t, 16> missed{};
   size_t missed_next = 0;
+  // Launches of this graph, the capture launch included (verification
+  // checks the first few of every graph).
+  int64_t launches = 0;
+  // Device state the captured body's shims advance on every launch.
+  std::vector<DeviceStateRegion> device_states;
+  // How this graph reaches the caller's buffers, and why.
+  BindingChoice binding;
+  int64_t rebind_sites = 0;
 };
 
 class ExecCache {

@@ -11,6 +11,7 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "encore/core/device_state.h"
 #include "encore/core/scoped_thread_capture.h"
 #include "encore/graph/stream_capture.h"
 #include "graph/method_instance.h"  // private to graph/
@@ -121,6 +122,9 @@ MethodInstance::StageResult MethodInstance::RecordCapture(CaptureJob& job, Args 
   Status failure = AddHeadNodes(job, *cap, inputs, outputs);
   if (failure.ok()) {
     Call call(this, job.stream, job.entry->static_inputs, job.entry->static_outputs, CallKind::kCapture, index);
+    // Device state the body's shims advance per launch, which verification
+    // rewinds before an eager re-run.
+    ScopedDeviceStateRecorder states(&job.entry->device_states);
     failure = InvokeFn(call);
   }
   if (failure.ok()) failure = AddTailNodes(job, flags_.copy_outputs ? outputs.size() : 0);
@@ -216,6 +220,9 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
     h.launch.kernelParams = nullptr;
     h.launch.extra = nullptr;
   }
+  // No reference scan yet (BindingFacts{}): every graph is staged, and the
+  // report and log say which check made it so.
+  e.binding = ChooseBinding(flags_.binding, BindingFacts{});
   e.graph = std::make_shared<Graph>(*std::move(job.graph));
   // Under kRecapture with the cache full, update the least recently used
   // graph's executable in place when CUDA accepts it: cheaper than a new
@@ -244,21 +251,30 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
     return RunEager(inputs, outputs, stream, CallKind::kEager, index);
   }
   GraphEntry& e = *job.entry;
+  const bool verify = VerifiesLaunch(flags_, 1, 0);
+  std::optional<VerifiedLaunch> v;
+  if (verify) v = BeginVerify(e, inputs, GraphOutputs(e, outputs), stream, index);
   if (Status s = LaunchGraph(e.variants.front().exec, stream, index); !s.ok()) {
     // cudaGraphLaunch returned an error, so nothing of the graph ran and the
     // eager retry cannot apply the call twice.
     return FailCapture(StageFailure{CaptureStage::kFirstLaunch, s}, inputs, outputs, stream, index);
   }
   arena_.CommitCapture();
+  e.launches = 1;
   ++(recapture ? counters_.recaptures : counters_.captures);
   const size_t nodes = e.nodes;
   const std::string sig = e.signature.ToString();
+  if (flags_.binding != Binding::kStaged) {
+    log_.Info("binding", {{"method", name_}, {"call", index}, {"binding", BindingName(e.binding.binding)},
+                          {"reason", e.binding.reason}});
+  }
   cache_.Insert(std::move(job.entry), flags_.max_graphs);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
   log_.Info(recapture ? "recaptured" : "captured", {{"method", name_}, {"call", index}, {"nodes", nodes},
                                                     {"signature", sig}, {"updated_in_place", job.updated_in_place},
                                                     {"us", us}});
   SetPhase(MethodPhase::kReplay, index);
+  if (verify) return FinishVerify(v ? &*v : nullptr, GraphOutputs(e, outputs), stream, index);
   return OkStatus();
 }
 

@@ -250,9 +250,16 @@ Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, i
 
 Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
   ENCORE_ASSIGN_OR_RETURN(const GraphExec* exec, cache_.Bind(g, inputs, outputs, &counters_.exec_variants));
+  // Two integer tests on an unverified replay; no CUDA call.
+  const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
+                      VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
+  std::optional<VerifiedLaunch> v;
+  if (verify) v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
   ENCORE_RETURN_IF_ERROR(LaunchGraph(*exec, stream, index));
+  ++g.launches;
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});
+  if (verify) return FinishVerify(v ? &*v : nullptr, GraphOutputs(g, outputs), stream, index);
   return OkStatus();
 }
 
@@ -307,6 +314,9 @@ MethodReport MethodInstance::Report() const {
   }
   if (!cache_.empty()) {
     r.graph_nodes = cache_.front().nodes;
+    r.binding = cache_.front().binding.binding;
+    r.binding_reason = cache_.front().binding.reason;
+    r.rebind_sites = cache_.front().rebind_sites;
     if (!flags_.copy_outputs) r.static_outputs = cache_.front().static_outputs;
   }
   r.memory = arena_.stats();

@@ -31,6 +31,7 @@
 #include "encore/policy/method_votes.h"
 #include "graph/device_checks.h"
 #include "graph/exec_cache.h"
+#include "graph/verifier.h"
 
 namespace encore {
 
@@ -78,6 +79,22 @@ class MethodInstance {
   Status JoinLastLaunch(cudaStream_t stream);
   Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index);
   Status WaitForLastLaunch();
+
+  // --- verification (method_verify.cc), only on launches VerifiesLaunch
+  // picks. Before the launch: the snapshots, or nullopt when this launch
+  // cannot be checked (logged).
+  std::optional<VerifiedLaunch> BeginVerify(const GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream,
+                                            int64_t index);
+  // After it: the eager re-run and comparison (v null: nothing to check,
+  // but the ranks still vote); a mismatch turns graphs off.
+  Status FinishVerify(VerifiedLaunch* v, Args outputs, cudaStream_t stream, int64_t index);
+  // Where a launch of `g` leaves its results: the caller's outputs, or with
+  // copy_outputs=false the graph's static outputs (which the caller reads).
+  Args GraphOutputs(const GraphEntry& g, Args outputs) const {
+    return flags_.copy_outputs ? outputs : Args(g.static_outputs);
+  }
+  // The difference between the launch and its eager re-run, or empty.
+  StatusOr<std::string> CheckLaunch(VerifiedLaunch& v, Args outputs, cudaStream_t stream, int64_t index);
   // Why a graph would be wrong for the listed constants (one in host
   // memory), or empty; runs once per capture decision.
   std::string CheckConstants();
@@ -135,6 +152,7 @@ class MethodInstance {
   Event last_launch_event_;
   cudaStream_t last_launch_stream_ = nullptr;
   bool has_launched_ = false;
+  bool verify_refusal_logged_ = false;
 
   MethodReport counters_;  // counts only; Report() fills the rest
 };

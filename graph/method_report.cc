@@ -1,5 +1,7 @@
 #include "encore/graph/method_report.h"
 
+#include <cstdio>
+
 #include "encore/core/log.h"
 
 namespace encore {
@@ -27,6 +29,12 @@ void MethodReport::AddDevice(const MethodReport& o) {
 
 namespace {
 
+std::string JsonNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 std::string ShapesJson(const std::vector<std::vector<Shape>>& graphs) {
   std::string j = "[";
   for (size_t g = 0; g < graphs.size(); ++g) {
@@ -47,7 +55,10 @@ std::string FlagsJson(const MethodFlags& f) {
          ",\"warmup_calls\":" + std::to_string(f.warmup_calls) + ",\"on_new_shape\":\"" +
          std::string(ShapePolicyName(f.on_new_shape)) + "\",\"max_graphs\":" + std::to_string(f.max_graphs) +
          ",\"checks\":\"" + std::string(CheckModeName(f.checks)) + "\",\"copy_outputs\":" +
-         (f.copy_outputs ? "true" : "false") + "}";
+         (f.copy_outputs ? "true" : "false") + ",\"binding\":\"" + std::string(BindingName(f.binding)) +
+         "\",\"verify\":" + std::to_string(f.verify) +
+         ",\"verify_every\":" + std::to_string(f.verify_every) + ",\"verify_tolerance\":" + JsonNumber(f.verify_tolerance) +
+         "}";
 }
 
 }  // namespace
@@ -61,6 +72,9 @@ std::string MethodReport::ToJson() const {
   j += ",\"graphs_off_reason\":" + (graphs_off_reason.empty() ? "null" : "\"" + JsonEscape(graphs_off_reason) + "\"");
   j += ",\"captured_input_shapes\":" + ShapesJson(captured_input_shapes);
   j += ",\"graph_nodes\":" + std::to_string(graph_nodes);
+  j += ",\"binding\":\"" + std::string(BindingName(binding)) + "\",\"binding_reason\":" +
+       (binding_reason.empty() ? "null" : "\"" + JsonEscape(binding_reason) + "\"") +
+       ",\"rebind_sites\":" + std::to_string(rebind_sites);
   j += ",\"memory\":{\"reserved_bytes\":" + std::to_string(memory.reserved_bytes) +
        ",\"live_bytes\":" + std::to_string(memory.live_bytes) + ",\"peak_bytes\":" + std::to_string(memory.peak_bytes) +
        "}";

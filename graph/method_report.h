@@ -27,7 +27,9 @@
   X(instantiations)   /* executables made with cudaGraphInstantiate */                \
   X(updates_in_place) /* recaptures applied with cudaGraphExecUpdate */               \
   X(exec_variants)    /* extra executables made for recurring caller addresses */     \
-  X(check_failures)
+  X(check_failures)                                                                   \
+  X(verified_launches) /* launches checked against an eager run */                    \
+  X(verify_failures)   /* checked launches whose results differed */
 
 namespace encore {
 
@@ -45,6 +47,11 @@ struct MethodReport {
   // Input shapes of each kept graph, most recently used first.
   std::vector<std::vector<Shape>> captured_input_shapes;
   size_t graph_nodes = 0;  // nodes of the most recently used graph
+  // The most recent graph's binding (kStaged or kDirect) and why; the
+  // parameter words and endpoints bound to caller buffers in that graph.
+  Binding binding = Binding::kStaged;
+  std::string binding_reason;
+  int64_t rebind_sites = 0;
   MemoryStats memory;
   // With copy_outputs=false: the most recent graph's output buffers, valid
   // until the method's next call.

@@ -37,11 +37,18 @@ TEST(MethodReportTest, JsonCarriesEveryOtherField) {
   r.memory = MemoryStats{11, 12, 13};
   r.static_outputs.resize(2);
   r.devices = 2;
+  r.binding = Binding::kDirect;
+  r.binding_reason = "why";
+  r.rebind_sites = 5;
+  r.flags.verify = 3;
+  r.flags.verify_tolerance = 0.5;
   const std::string j = r.ToJson();
   for (const char* want : {"\"name\":\"fwd\\\"x\"", "\"phase\":\"replay\"", "\"flags\":{\"graphs\":true",
                            "\"graphs_off_reason\":\"because\"", "\"captured_input_shapes\":[[[2,3]],[[4]]]",
                            "\"graph_nodes\":7", "\"memory\":{\"reserved_bytes\":11,\"live_bytes\":12,\"peak_bytes\":13}",
-                           "\"static_outputs\":2", "\"devices\":2"}) {
+                           "\"static_outputs\":2", "\"devices\":2", "\"binding\":\"direct\"",
+                           "\"binding_reason\":\"why\"", "\"rebind_sites\":5", "\"binding\":\"auto\",\"verify\":3",
+                           "\"verify_tolerance\":0.5"}) {
     EXPECT_NE(j.find(want), std::string::npos) << want << " in " << j;
   }
   EXPECT_NE(MethodReport{}.ToJson().find("\"graphs_off_reason\":null"), std::string::npos);

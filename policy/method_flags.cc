@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -72,6 +73,13 @@ std::optional<int> ParseInt(std::string_view v) {
   return out;
 }
 
+std::optional<double> ParseDouble(std::string_view v) {
+  double out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || !(out >= 0) || out == HUGE_VAL) return std::nullopt;
+  return out;
+}
+
 // The value of `all` whose name is `v`: the parser accepts exactly the
 // names that ShapePolicyName and CheckModeName print.
 template <class E>
@@ -96,7 +104,14 @@ bool ValidName(std::string_view n) {
 std::string DecisionFlagsText(const MethodFlags& flags) {
   return std::string("graphs=") + (flags.graphs ? "on" : "off") + ",warmup=" + std::to_string(flags.warmup_calls) +
          ",on_new_shape=" + std::string(ShapePolicyName(flags.on_new_shape)) +
-         ",max_graphs=" + std::to_string(flags.max_graphs);
+         ",max_graphs=" + std::to_string(flags.max_graphs) +
+         (flags.verify ? ",verify=" + std::to_string(flags.verify) : std::string()) +
+         (flags.verify_every ? ",verify_every=" + std::to_string(flags.verify_every) : std::string());
+}
+
+bool VerifiesLaunch(const MethodFlags& flags, int64_t graph_launch, int64_t replay) {
+  if (flags.verify > 0 && graph_launch <= int64_t{flags.verify} + 1) return true;
+  return flags.verify_every > 0 && replay > 0 && replay % flags.verify_every == 0;
 }
 
 uint64_t DecisionFlagsFingerprint(const MethodFlags& flags) {
@@ -126,6 +141,15 @@ std::string_view CheckModeName(CheckMode m) {
   return "unknown";
 }
 
+std::string_view BindingName(Binding b) {
+  switch (b) {
+    case Binding::kStaged: return "staged";
+    case Binding::kDirect: return "direct";
+    case Binding::kAuto: return "auto";
+  }
+  return "unknown";
+}
+
 Status ValidateMethodFlags(const MethodFlags& f, std::string_view what) {
   if (f.warmup_calls < 0) {
     return InvalidArgumentError(std::string(what) + ": warmup_calls is " + std::to_string(f.warmup_calls) +
@@ -134,6 +158,14 @@ Status ValidateMethodFlags(const MethodFlags& f, std::string_view what) {
   if (f.max_graphs < 1) {
     return InvalidArgumentError(std::string(what) + ": max_graphs is " + std::to_string(f.max_graphs) +
                                 ", must be >= 1");
+  }
+  if (f.verify < 0 || f.verify_every < 0) {
+    return InvalidArgumentError(std::string(what) + ": verify is " + std::to_string(f.verify) + " and verify_every " +
+                                std::to_string(f.verify_every) + ", both must be >= 0");
+  }
+  if (!(f.verify_tolerance >= 0) || std::isinf(f.verify_tolerance)) {
+    return InvalidArgumentError(std::string(what) + ": verify_tolerance is " + std::to_string(f.verify_tolerance) +
+                                ", must be finite and >= 0");
   }
   return OkStatus();
 }
@@ -145,6 +177,10 @@ void FlagOverrides::ApplyTo(MethodFlags& f) const {
   if (max_graphs) f.max_graphs = *max_graphs;
   if (checks) f.checks = *checks;
   if (copy_outputs) f.copy_outputs = *copy_outputs;
+  if (binding) f.binding = *binding;
+  if (verify) f.verify = *verify;
+  if (verify_every) f.verify_every = *verify_every;
+  if (verify_tolerance) f.verify_tolerance = *verify_tolerance;
 }
 
 StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
@@ -190,9 +226,20 @@ StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
       } else if (key == "checks") {
         o.checks = ParseEnum(value, {CheckMode::kRecord, CheckMode::kTrap, CheckMode::kOff}, CheckModeName);
         if (!o.checks) return Bad(kv, "checks takes record, trap or off");
+      } else if (key == "binding") {
+        o.binding = ParseEnum(value, {Binding::kStaged, Binding::kDirect, Binding::kAuto}, BindingName);
+        if (!o.binding) return Bad(kv, "binding takes staged, direct or auto");
+      } else if (key == "verify" || key == "verify_every") {
+        std::optional<int>& n = key == "verify" ? o.verify : o.verify_every;
+        n = ParseInt(value);
+        if (!n || *n < 0) return Bad(kv, std::string(key) + " takes an integer >= 0");
+      } else if (key == "verify_tolerance") {
+        o.verify_tolerance = ParseDouble(value);
+        if (!o.verify_tolerance) return Bad(kv, "verify_tolerance takes a finite number >= 0");
       } else {
         return Bad(kv, "unknown flag '" + std::string(key) +
-                           "' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs)");
+                           "' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, "
+                           "verify, verify_every, verify_tolerance)");
       }
     }
     out.entries_.push_back(std::move(fe));

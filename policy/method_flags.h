@@ -18,9 +18,15 @@ namespace encore {
 enum class ShapePolicy { kRefuse, kEager, kRecapture };
 // What Call::Check does with a failed device check.
 enum class CheckMode { kRecord, kTrap, kOff };
+// How a graph reaches the caller's buffers: kStaged copies them into and out
+// of static buffers inside the graph; kDirect rewrites the graph's own
+// references to them; kAuto picks direct where it is safe and cheaper
+// (policy/binding_policy.h).
+enum class Binding { kStaged, kDirect, kAuto };
 
 std::string_view ShapePolicyName(ShapePolicy p);
 std::string_view CheckModeName(CheckMode m);
+std::string_view BindingName(Binding b);
 
 struct MethodFlags {
   bool graphs = true;
@@ -30,6 +36,14 @@ struct MethodFlags {
   int max_graphs = 4;
   CheckMode checks = CheckMode::kRecord;
   bool copy_outputs = true;
+  Binding binding = Binding::kAuto;
+  // Shadow checking (graph/verifier.h): the capture launch and the first
+  // `verify` replays of every new graph, and every `verify_every`th replay,
+  // are checked against an eager run of the same call.
+  int verify = 0;
+  int verify_every = 0;
+  // 0: outputs must be bitwise equal; else |graph - eager| <= tol * max(1, |eager|).
+  double verify_tolerance = 0;
 
   friend bool operator==(const MethodFlags&, const MethodFlags&) = default;
 };
@@ -38,14 +52,22 @@ struct MethodFlags {
 // eagerly, as text ("graphs=on,warmup=3,on_new_shape=refuse,max_graphs=4").
 // Ranks that vote on captures must agree on these: with different warmups,
 // one rank votes while another runs an eager collective, and NCCL pairs the
-// vote with that collective. checks and copy_outputs are left out: they
-// change no decision.
+// vote with that collective. verify and verify_every join the text only when
+// set, since each verified launch of several ranks is a vote. checks,
+// copy_outputs and verify_tolerance are left out: they change no decision.
 std::string DecisionFlagsText(const MethodFlags& flags);
 // A 64-bit FNV-1a hash of DecisionFlagsText, stable across processes and
 // builds, so ranks can compare it in one all-reduce.
 uint64_t DecisionFlagsFingerprint(const MethodFlags& flags);
 
-// Checks ranges (warmup_calls >= 0, max_graphs >= 1); `what` names the owner.
+// Whether a graph's launch is checked against an eager run:
+// `graph_launch` counts this graph's launches, 1 for the capture launch;
+// `replay` counts the method's replays, this one included (0 for a capture
+// launch).
+bool VerifiesLaunch(const MethodFlags& flags, int64_t graph_launch, int64_t replay);
+
+// Checks ranges (warmup_calls >= 0, max_graphs >= 1, verify, verify_every
+// and verify_tolerance >= 0); `what` names the owner.
 Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
 
 // The flags one entry of the text sets; unset ones leave the base alone.
@@ -56,6 +78,10 @@ struct FlagOverrides {
   std::optional<int> max_graphs;
   std::optional<CheckMode> checks;
   std::optional<bool> copy_outputs;
+  std::optional<Binding> binding;
+  std::optional<int> verify;
+  std::optional<int> verify_every;
+  std::optional<double> verify_tolerance;
 
   void ApplyTo(MethodFlags& flags) const;
 };

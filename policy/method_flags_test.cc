@@ -66,7 +66,7 @@ TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
       {"f:max_graphs=0", "method flags: bad token 'max_graphs=0': max_graphs takes an integer >= 1"},
       {"f:on_new_shape=retry", "method flags: bad token 'on_new_shape=retry': on_new_shape takes refuse, eager or recapture"},
       {"f:checks=loud", "method flags: bad token 'checks=loud': checks takes record, trap or off"},
-      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs)"},
+      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance)"},
       {"f:graphs", "method flags: bad token 'graphs': expected key=value"},
       {"f:", "method flags: bad token 'f:': no flags after ':'"},
       {"f:graphs=on,,warmup=1", "method flags: bad token 'f:graphs=on,,warmup=1': empty flag"},
@@ -192,7 +192,7 @@ TEST(FlagsTextWhitespaceTest, InvisibleCharactersInAQuotedTokenAreShown) {
       {"f:graphs=o\rn", "method flags: bad token 'graphs=o\\rn': graphs takes on or off"},
       {"f:gra\x01phs=on",
        "method flags: bad token 'gra\\x01phs=on': unknown flag 'gra\\x01phs' (graphs, warmup, on_new_shape, "
-       "max_graphs, checks, copy_outputs)"},
+       "max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance)"},
       {"f\x7f:graphs=on", "method flags: bad token 'f\\x7f': not a method name (letters, digits, _ - . / or *)"},
       // A no-break space (U+00A0) is not ASCII whitespace.
       {"f:graphs=on\xc2\xa0", "method flags: bad token 'graphs=on\\xc2\\xa0': graphs takes on or off"},
@@ -203,6 +203,100 @@ TEST(FlagsTextWhitespaceTest, InvisibleCharactersInAQuotedTokenAreShown) {
     ASSERT_FALSE(t.ok()) << c.text;
     EXPECT_EQ(t.status().message(), c.message);
   }
+}
+
+TEST(VerifyFlagsTest, DefaultsAreOff) {
+  MethodFlags f;
+  EXPECT_EQ(f.verify, 0);
+  EXPECT_EQ(f.verify_every, 0);
+  EXPECT_EQ(f.verify_tolerance, 0.0);
+  EXPECT_FALSE(VerifiesLaunch(f, 1, 0));
+  EXPECT_FALSE(VerifiesLaunch(f, 2, 1));
+}
+
+TEST(VerifyFlagsTest, ParsesTheSpecText) {
+  auto t = FlagsText::Parse("f:verify=3,verify_every=100,verify_tolerance=1e-5");
+  ASSERT_TRUE(t.ok()) << t.status();
+  MethodFlags f = t->Resolve("f", {});
+  EXPECT_EQ(f.verify, 3);
+  EXPECT_EQ(f.verify_every, 100);
+  EXPECT_DOUBLE_EQ(f.verify_tolerance, 1e-5);
+  EXPECT_TRUE(ValidateMethodFlags(f, "f").ok());
+  EXPECT_EQ(t->Resolve("g", {}).verify, 0);
+}
+
+TEST(VerifyFlagsTest, BadValuesQuoteTheToken) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } bad[] = {
+      {"f:verify=-1", "method flags: bad token 'verify=-1': verify takes an integer >= 0"},
+      {"f:verify_every=x", "method flags: bad token 'verify_every=x': verify_every takes an integer >= 0"},
+      {"f:verify_tolerance=-1e-5",
+       "method flags: bad token 'verify_tolerance=-1e-5': verify_tolerance takes a finite number >= 0"},
+      {"f:verify_tolerance=nan",
+       "method flags: bad token 'verify_tolerance=nan': verify_tolerance takes a finite number >= 0"},
+      {"f:verify_tolerance=1e999",
+       "method flags: bad token 'verify_tolerance=1e999': verify_tolerance takes a finite number >= 0"},
+      {"f:verify_tolerance=", "method flags: bad token 'verify_tolerance=': verify_tolerance takes a finite number >= 0"},
+  };
+  for (const Case& c : bad) {
+    auto t = FlagsText::Parse(c.text);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(t.status().message(), c.message);
+  }
+  MethodFlags f;
+  f.verify_tolerance = -1;
+  EXPECT_FALSE(ValidateMethodFlags(f, "f").ok());
+  f.verify_tolerance = 0;
+  f.verify_every = -2;
+  Status s = ValidateMethodFlags(f, "method 'f'");
+  EXPECT_EQ(s.message(), "method 'f': verify is 0 and verify_every -2, both must be >= 0");
+}
+
+TEST(VerifyFlagsTest, WhichLaunchesAreChecked) {
+  MethodFlags f;
+  f.verify = 2;
+  // The capture launch (launch 1, replay 0) and the graph's first two replays.
+  EXPECT_TRUE(VerifiesLaunch(f, 1, 0));
+  EXPECT_TRUE(VerifiesLaunch(f, 2, 7));
+  EXPECT_TRUE(VerifiesLaunch(f, 3, 8));
+  EXPECT_FALSE(VerifiesLaunch(f, 4, 9));
+  // A new graph is checked again from its capture launch.
+  EXPECT_TRUE(VerifiesLaunch(f, 1, 0));
+  f.verify = 0;
+  f.verify_every = 3;
+  EXPECT_FALSE(VerifiesLaunch(f, 1, 0));
+  EXPECT_FALSE(VerifiesLaunch(f, 2, 1));
+  EXPECT_TRUE(VerifiesLaunch(f, 4, 3));
+  EXPECT_TRUE(VerifiesLaunch(f, 7, 6));
+  EXPECT_FALSE(VerifiesLaunch(f, 8, 7));
+}
+
+TEST(VerifyFlagsTest, VerifyCountsJoinTheDecisionTextOnlyWhenSet) {
+  MethodFlags f;
+  const std::string plain = DecisionFlagsText(f);
+  f.verify_tolerance = 0.5;
+  EXPECT_EQ(DecisionFlagsText(f), plain);
+  f.verify = 2;
+  f.verify_every = 10;
+  EXPECT_EQ(DecisionFlagsText(f), plain + ",verify=2,verify_every=10");
+}
+
+TEST(BindingFlagsTest, DefaultIsAutoAndTheTextNamesEach) {
+  EXPECT_EQ(MethodFlags{}.binding, Binding::kAuto);
+  for (Binding b : {Binding::kStaged, Binding::kDirect, Binding::kAuto}) {
+    auto t = FlagsText::Parse("f:binding=" + std::string(BindingName(b)));
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(t->Resolve("f", {}).binding, b);
+  }
+  EXPECT_EQ(BindingName(Binding::kStaged), "staged");
+  EXPECT_EQ(BindingName(Binding::kDirect), "direct");
+  EXPECT_EQ(BindingName(Binding::kAuto), "auto");
+  auto bad = FlagsText::Parse("f:binding=bound");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "method flags: bad token 'binding=bound': binding takes staged, direct or auto");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "encore/core/device_state.h"
 #include "encore/core/log.h"
 #include "encore/shims/kernels.h"
 #include "encore/shims/readback.h"
@@ -71,6 +72,9 @@ Status Philox::Draw(bool normal, float* out, int64_t n, cudaStream_t stream) {
   if (n == 0) return OkStatus();
   if (out == nullptr) return InvalidArgumentError(std::string(name) + ": out is null with n = " + std::to_string(n));
   ENCORE_RETURN_IF_ERROR(EnsureInitialized(stream));
+  // The draw advances the device offset: verification rewinds it before an
+  // eager re-run of a captured draw.
+  NoteDeviceState(state_.get(), sizeof(internal::PhiloxState), "philox_state");
   cudaError_t err = normal ? internal::LaunchPhiloxNormal(state_.get(), out, n, stream)
                            : internal::LaunchPhiloxUniform(state_.get(), out, n, stream);
   if (err != cudaSuccess) return CudaStatus(err, std::string(name) + " kernel launch");

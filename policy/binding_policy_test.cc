@@ -1,0 +1,51 @@
+#include "encore/policy/binding_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace encore {
+namespace {
+
+TEST(BindingPolicyTest, StagedWhenAsked) {
+  BindingFacts f;
+  f.scan_available = true;
+  BindingChoice c = ChooseBinding(Binding::kStaged, f);
+  EXPECT_EQ(c.binding, Binding::kStaged);
+  EXPECT_EQ(c.reason, "binding=staged in the method's flags");
+}
+
+TEST(BindingPolicyTest, WithoutTheScanEveryGraphIsStagedAndSaysWhy) {
+  for (Binding b : {Binding::kAuto, Binding::kDirect}) {
+    BindingChoice c = ChooseBinding(b, BindingFacts{});
+    EXPECT_EQ(c.binding, Binding::kStaged);
+    EXPECT_EQ(c.reason.rfind("binding=" + std::string(BindingName(b)) + ": staged, because this build has no "
+                                                                        "reference scan",
+                             0),
+              0u)
+        << c.reason;
+  }
+}
+
+TEST(BindingPolicyTest, UnsafeGraphsAreStagedWithTheScansReason) {
+  BindingFacts f;
+  f.scan_available = true;
+  f.unsafe_reason = "input 0 and input 1 overlap";
+  BindingChoice c = ChooseBinding(Binding::kDirect, f);
+  EXPECT_EQ(c.binding, Binding::kStaged);
+  EXPECT_EQ(c.reason, "binding=direct: staged, because input 0 and input 1 overlap");
+}
+
+TEST(BindingPolicyTest, AutoStagesManyRewritesWithoutRecurringAddresses) {
+  BindingFacts f;
+  f.scan_available = true;
+  f.rewrite_nodes = kAutoMaxRewriteNodes + 1;
+  EXPECT_EQ(ChooseBinding(Binding::kAuto, f).binding, Binding::kStaged);
+  EXPECT_EQ(ChooseBinding(Binding::kDirect, f).binding, Binding::kDirect);
+  f.addresses_recur = true;
+  EXPECT_EQ(ChooseBinding(Binding::kAuto, f).binding, Binding::kDirect);
+  f.addresses_recur = false;
+  f.rewrite_nodes = kAutoMaxRewriteNodes;
+  EXPECT_EQ(ChooseBinding(Binding::kAuto, f).binding, Binding::kDirect);
+}
+
+}  // namespace
+}  // namespace encore
