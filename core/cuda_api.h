@@ -39,6 +39,7 @@
   X(GraphCreate, cudaGraphCreate, (cudaGraph_t*, unsigned int))                              \
   X(GraphDestroy, cudaGraphDestroy, (cudaGraph_t))                                           \
   X(GraphGetNodes, cudaGraphGetNodes, (cudaGraph_t, cudaGraphNode_t*, size_t*))              \
+  X(GraphDebugDotPrint, cudaGraphDebugDotPrint, (cudaGraph_t, const char*, unsigned int))   \
   X(GraphKernelNodeGetParams, cudaGraphKernelNodeGetParams,                                  \
     (cudaGraphNode_t, cudaKernelNodeParams*))                                                \
   X(GraphInstantiate, cudaGraphInstantiateWithFlags,                                         \

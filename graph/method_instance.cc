@@ -43,13 +43,15 @@ Status Call::Check(const bool* device_cond, std::string_view message) {
 }
 
 MethodInstance::MethodInstance(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants,
-                               MethodFlags flags, EventLog log, std::shared_ptr<RankConsensus> consensus, int device)
+                               MethodFlags flags, EventLog log, std::shared_ptr<RankConsensus> consensus, int device,
+                               std::string graph_dump_dir)
     : name_(std::move(name)),
       fn_(std::move(fn)),
       constants_(std::move(constants)),
       flags_(flags),
       log_(std::move(log)),
       device_(device),
+      graph_dump_dir_(std::move(graph_dump_dir)),
       phase_(StartingPhase(flags)),
       votes_(&name_, std::move(consensus), &log_) {
   counters_.name = name_;
@@ -59,6 +61,7 @@ MethodInstance::MethodInstance(std::string name, MethodFn fn, std::optional<std:
 MethodInstance::~MethodInstance() {
   Status s = WaitForLastLaunch();
   if (!s.ok()) log_.Error("release_failed", {{"method", name_}, {"error", s.message()}});
+  if (int64_t n = refusal_log_limit_.TakePending(); n > 0) log_.Info("refused_not_logged", {{"method", name_}, {"count", n}});
   cache_.Clear();
 }
 
@@ -86,6 +89,7 @@ bool MethodInstance::CanReplayFront(Args inputs, Args outputs) const {
 }
 
 Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
+  LogScope log_scope(&log_, name_);  // owners destroyed in this call log to the application's logger
   ENCORE_RETURN_IF_ERROR(RejectReentry("Run"));
   std::lock_guard<std::mutex> lock(mu_);
   ENCORE_RETURN_IF_ERROR(checks_.TakeFailure());
@@ -112,9 +116,11 @@ Status MethodInstance::Dispatch(Args inputs, Args outputs, cudaStream_t stream) 
     case Action::kEagerOnce:
       log_.Debug("eager_new_shape", {{"method", name_}, {"call", index}});
       [[fallthrough]];
-    case Action::kEager:
+    case Action::kEager: {
+      NvtxScope range(nvtx_, NvtxRange::kEager);
       ++counters_.eager_calls;
       return RunEager(inputs, outputs, stream, CallKind::kEager, index);
+    }
     case Action::kWarmup:
       return RunWarmup(inputs, outputs, stream, index);
     case Action::kCapture:
@@ -141,13 +147,19 @@ Action MethodInstance::VetoCapture(Action action) {
 
 Status MethodInstance::Refuse(Args inputs, Args outputs) {
   // The most recent graph is the one the user most likely meant.
-  Status s = cache_.front().signature.Compare(name_, inputs, outputs);
+  Status guard = cache_.front().signature.Compare(name_, inputs, outputs);
+  Status s(guard.code(), std::string(guard.message()) + RefusalRemedy(name_));
   ++counters_.refusals;
-  log_.Info("refused", {{"method", name_}, {"reason", s.message()}});
+  // A server refusing every call must not log every call: the first line,
+  // then one a second with the count of those not logged.
+  if (RateLimiter::Decision d = refusal_log_limit_.Admit(RateLimiter::Clock::now()); d.log) {
+    log_.Info("refused", {{"method", name_}, {"reason", s.message()}, {"suppressed", d.suppressed}});
+  }
   return s;
 }
 
 Status MethodInstance::RunWarmup(Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
+  NvtxScope range(nvtx_, NvtxRange::kWarmup);
   ++counters_.warmup_calls;
   ++warmups_done_;
   Status s = RunEager(inputs, outputs, stream, CallKind::kWarmup, index);
@@ -249,6 +261,7 @@ Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, i
 }
 
 Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
+  NvtxScope range(nvtx_, NvtxRange::kReplay);  // one load and a branch without a profiler
   ENCORE_ASSIGN_OR_RETURN(const GraphExec* exec, cache_.Bind(g, inputs, outputs, &counters_.exec_variants));
   ENCORE_RETURN_IF_ERROR(LaunchGraph(*exec, stream, index));
   ++counters_.replays;
@@ -257,6 +270,7 @@ Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStre
 }
 
 Status MethodInstance::Release() {
+  LogScope log_scope(&log_, name_);
   ENCORE_RETURN_IF_ERROR(RejectReentry("Release"));
   std::lock_guard<std::mutex> lock(mu_);
   ENCORE_RETURN_IF_ERROR(WaitForLastLaunch());

@@ -20,7 +20,10 @@ StreamCapture::~StreamCapture() {
   // clear it so the caller's own error checks do not see ours.
   (void)cuda().GetLastError();
   if (err != cudaSuccess && !IsCaptureError(err)) {
-    EventLog().Error("end_capture_failed", {{"error", cudaGetErrorName(err)}});
+    try {  // a destructor: the application's logger (ScopedEventLog) may throw
+      ScopedEventLog().Error("end_capture_failed", {{"method", ScopedMethod()}, {"error", cudaGetErrorName(err)}});
+    } catch (...) {
+    }
   }
 }
 
