@@ -16,6 +16,7 @@
 #include "encore/core/scoped_thread_capture.h"
 #include "encore/graph/stream_capture.h"
 #include "graph/graph_dump.h"  // private to graph/
+#include "graph/messages.h"    // private to graph/
 #include "graph/method_instance.h"  // private to graph/
 
 namespace encore {
@@ -161,7 +162,9 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
     for (int k = 0; k < p.publish_count; ++k) p.publish[k] = outputs[h.first + k].data;
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);
     if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch", Quoted(name_));
-    ENCORE_ASSIGN_OR_RETURN(h.node, cap.LastNode());
+    StatusOr<cudaGraphNode_t> node = cap.LastNode();
+    if (!node.ok()) return NameMethod(name_, node.status());
+    h.node = *node;
     e.template_heads.push_back(h);
   }
   return OkStatus();
@@ -287,7 +290,9 @@ Status MethodInstance::FailCapture(const StageFailure& f, Args inputs, Args outp
   // Frees exactly what this capture allocated; nothing if it allocated
   // nothing or its arena capture never began.
   (void)arena_.AbortCapture();
-  const CaptureFailure c = ClassifyCaptureFailure(f.stage, f.status, f.cuda_capture_error, /*graph_launched=*/false);
+  // CUDA's and the arena's errors do not know the method; the user must.
+  const Status named = NameMethod(name_, f.status);
+  const CaptureFailure c = ClassifyCaptureFailure(f.stage, named, f.cuda_capture_error, /*graph_launched=*/false);
   // Every failure before the first launch is this rank's "no" in the vote
   // the other ranks cast just before their first launch.
   if (f.stage != CaptureStage::kFirstLaunch) (void)votes_.Vote(c.reason, "first launch");

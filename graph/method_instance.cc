@@ -5,6 +5,7 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "graph/messages.h"  // private to graph/
 
 namespace encore {
 namespace {
@@ -187,7 +188,7 @@ Status MethodInstance::InvokeFn(Call& call) {
 Status MethodInstance::RunEager(Args inputs, Args outputs, cudaStream_t stream, CallKind kind, int64_t index) {
   Call call(this, stream, inputs, outputs, kind, index);
   Status s = InvokeFn(call);
-  Status freed = arena_.EndEagerCall(stream);
+  Status freed = NameMethod(name_, arena_.EndEagerCall(stream));
   if (s.ok()) s = freed;
   return s;
 }
@@ -301,8 +302,9 @@ Status MethodInstance::Synchronize(cudaStream_t stream) {
 }
 
 StatusOr<void*> MethodInstance::Allocate(CallKind kind, cudaStream_t stream, size_t bytes) {
-  if (kind == CallKind::kCapture) return arena_.AllocateCapture(bytes);
-  return arena_.AllocateEager(bytes, stream);
+  StatusOr<void*> p = kind == CallKind::kCapture ? arena_.AllocateCapture(bytes) : arena_.AllocateEager(bytes, stream);
+  if (!p.ok()) return NameMethod(name_, p.status());
+  return p;
 }
 
 MethodReport MethodInstance::Report() const {
