@@ -139,18 +139,28 @@ void ApplyLogLevel(const std::shared_ptr<spdlog::logger>& logger, const char* va
   }
 }
 
+namespace {
+
+// A stderr logger whose pattern suits `format`: JSON lines carry their own
+// time and level, so nothing may come before them.
+std::shared_ptr<spdlog::logger> MakeStderrLogger(LogFormat format) {
+  auto logger = std::make_shared<spdlog::logger>("encore", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern(format == LogFormat::kJson ? "%v" : "%Y-%m-%dT%H:%M:%S.%e %l encore %v");
+  return logger;
+}
+
+bool g_default_is_ours = false;  // set once, under DefaultLogger's call_once
+
+}  // namespace
+
 std::shared_ptr<spdlog::logger> DefaultLogger() {
   static std::once_flag once;
   static std::shared_ptr<spdlog::logger> logger;
   std::call_once(once, [] {
     logger = spdlog::get("encore");
     if (!logger) {
-      logger = std::make_shared<spdlog::logger>("encore", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-      if (LogFormatFromEnv() == LogFormat::kJson) {
-        logger->set_pattern("%v");
-      } else {
-        logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l encore %v");
-      }
+      logger = MakeStderrLogger(LogFormatFromEnv());
+      g_default_is_ours = true;
       spdlog::register_logger(logger);
       ApplyLogLevel(logger, std::getenv("ENCORE_LOG_LEVEL"));
     }
@@ -158,8 +168,24 @@ std::shared_ptr<spdlog::logger> DefaultLogger() {
   return logger;
 }
 
+std::shared_ptr<spdlog::logger> DefaultLoggerFor(LogFormat format) {
+  std::shared_ptr<spdlog::logger> base = DefaultLogger();
+  // An "encore" logger the application registered keeps its own pattern.
+  if (!g_default_is_ours || format == LogFormatFromEnv()) return base;
+  // A Manager that asked for the other format than ENCORE_LOG_FORMAT's: a
+  // stderr logger with that format's pattern, at the default's level.
+  static const std::shared_ptr<spdlog::logger> other = [&] {
+    auto l = MakeStderrLogger(format);
+    l->set_level(base->level());
+    return l;
+  }();
+  return other;
+}
+
 EventLog::EventLog(std::shared_ptr<spdlog::logger> logger, std::optional<LogFormat> format)
-    : logger_(logger ? std::move(logger) : DefaultLogger()), format_(format.value_or(LogFormatFromEnv())) {}
+    : format_(format.value_or(LogFormatFromEnv())) {
+  logger_ = logger ? std::move(logger) : DefaultLoggerFor(format_);
+}
 
 void EventLog::Emit(spdlog::level::level_enum level, std::string_view event,
                     std::span<const LogField> fields) const {

@@ -74,8 +74,13 @@ inline constexpr std::string_view kLogLevelNames = "trace|debug|info|warn|error|
 // naming the allowed values.
 void ApplyLogLevel(const std::shared_ptr<spdlog::logger>& logger, const char* value);
 
-// The process-wide "encore" logger (stderr), made on first use.
+// The process-wide "encore" logger (stderr), made on first use, its pattern
+// set for ENCORE_LOG_FORMAT.
 std::shared_ptr<spdlog::logger> DefaultLogger();
+// DefaultLogger(), or for the other format a stderr logger whose pattern
+// suits it (JSON lines with nothing before them); an "encore" logger the
+// application registered is returned as it is.
+std::shared_ptr<spdlog::logger> DefaultLoggerFor(LogFormat format);
 
 // Emits events to a logger in the format chosen at construction. Cheap to
 // copy; the level check comes first, so disabled events cost no formatting.

@@ -209,3 +209,23 @@ TEST(LogScopeTest, RoutesScopedLinesToTheScopesLogAndNests) {
 
 }  // namespace
 }  // namespace encore
+
+namespace encore {
+namespace {
+
+// A Manager asking for JSON while ENCORE_LOG_FORMAT says text (or the
+// reverse) gets a default logger whose pattern puts nothing before the
+// JSON object.
+TEST(DefaultLoggerTest, TheOtherFormatGetsItsOwnStderrLogger) {
+  if (std::getenv("ENCORE_LOG_FORMAT") != nullptr) GTEST_SKIP() << "ENCORE_LOG_FORMAT is set";
+  EXPECT_EQ(DefaultLoggerFor(LogFormat::kKeyValue), DefaultLogger());
+  auto json = DefaultLoggerFor(LogFormat::kJson);
+  EXPECT_NE(json, DefaultLogger());
+  EXPECT_EQ(json, DefaultLoggerFor(LogFormat::kJson));
+  EXPECT_EQ(json->level(), DefaultLogger()->level());
+  EXPECT_EQ(EventLog(nullptr, LogFormat::kJson).logger(), json);
+  EXPECT_EQ(EventLog(nullptr, LogFormat::kKeyValue).logger(), DefaultLogger());
+}
+
+}  // namespace
+}  // namespace encore
