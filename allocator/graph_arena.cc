@@ -19,7 +19,11 @@ GraphArena::~GraphArena() {
   for (const AllocationLedger::Block& b : ledger_.blocks()) {
     cudaError_t err = cuda().Free(b.ptr);
     if (err != cudaSuccess) {
-      EventLog().Error("free_failed", {{"what", "graph_arena"}, {"bytes", b.bytes}, {"error", cudaGetErrorName(err)}});
+      try {  // a destructor; the application's logger (ScopedEventLog) may throw
+        ScopedEventLog().Error("free_failed", {{"method", ScopedMethod()}, {"what", "graph_arena"}, {"bytes", b.bytes},
+                                               {"error", cudaGetErrorName(err)}});
+      } catch (...) {
+      }
     }
   }
 }

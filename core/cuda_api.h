@@ -39,6 +39,7 @@
   X(GraphCreate, cudaGraphCreate, (cudaGraph_t*, unsigned int))                              \
   X(GraphDestroy, cudaGraphDestroy, (cudaGraph_t))                                           \
   X(GraphGetNodes, cudaGraphGetNodes, (cudaGraph_t, cudaGraphNode_t*, size_t*))              \
+  X(GraphDebugDotPrint, cudaGraphDebugDotPrint, (cudaGraph_t, const char*, unsigned int))   \
   X(GraphKernelNodeGetParams, cudaGraphKernelNodeGetParams,                                  \
     (cudaGraphNode_t, cudaKernelNodeParams*))                                                \
   X(GraphInstantiate, cudaGraphInstantiateWithFlags,                                         \
@@ -126,9 +127,9 @@ class CudaFaultInjector {
   // Stops failing anything; counts go on.
   void ClearFailures();
   // Also leaves each injected error in the calling thread's last-error slot,
-  // where CUDA leaves a real one: out-of-memory and invalid-value errors by
-  // making a real CUDA call that fails that way, any other error (a capture
-  // invalidated, say) for the next cuda().GetLastError() on that thread.
+  // where CUDA leaves a real one: an invalid value by making a real CUDA call
+  // that fails that way, any other error (out of memory, a capture
+  // invalidated) for the next cuda().GetLastError() on that thread.
   void LeaveInLastError(bool on);
   // Calls of `call` since the injector was made (or ResetCounts).
   int Count(CudaCall call) const;

@@ -13,7 +13,8 @@
 
 namespace encore {
 namespace internal {
-// Logs event=destroy_failed what=<what> error=<name> on encore's logger.
+// Logs event=destroy_failed what=<what> error=<name> on ScopedEventLog(): the
+// application's logger when a Method or Manager owns the handle (log.h).
 void LogDestroyFailure(std::string_view what, cudaError_t err) noexcept;
 }  // namespace internal
 

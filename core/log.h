@@ -1,7 +1,15 @@
 // Structured logging: one spdlog logger named "encore"; every line is an event
-// with key=value fields, or one JSON object per line when
-// ENCORE_LOG_FORMAT=json. ENCORE_LOG_LEVEL (trace, debug, info, warn, error,
-// critical, off) sets the default logger's level.
+// with key=value fields, or one JSON object per line (carrying "ts" and
+// "level") when ENCORE_LOG_FORMAT=json or ManagerOptions::log_format says so.
+// ENCORE_LOG_LEVEL (trace, debug, info, warn, error, critical, off) sets the
+// default logger's level; any other value is a warning, and the level stays
+// info.
+//
+// Owners (CUDA handles, the graph arena, a stream capture) log from
+// destructors, where no EventLog is at hand: they write to ScopedEventLog(),
+// the log of the innermost LogScope on this thread. Method and MethodInstance
+// open one wherever their owners can be destroyed, so those lines reach the
+// application's logger too.
 #ifndef ENCORE_CORE_LOG_H_
 #define ENCORE_CORE_LOG_H_
 
@@ -9,15 +17,17 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <chrono>
+
+#include "encore/core/log_format.h"
 
 namespace encore {
-
-enum class LogFormat { kKeyValue, kJson };
 
 // One key and its value, already rendered as text. `quoted` is false for
 // numbers and booleans, so JSON carries them unquoted.
@@ -52,9 +62,25 @@ struct LogField {
 std::string FormatEvent(LogFormat format, std::string_view event, std::span<const LogField> fields);
 std::string JsonEscape(std::string_view s);
 LogFormat LogFormatFromEnv();
+// "2026-12-01T10:00:00.123456Z": UTC, microseconds; the "ts" of JSON lines.
+std::string FormatTimestamp(std::chrono::system_clock::time_point t);
+// The level a name means (trace, debug, info, warn or warning, error or err,
+// critical, off; any case), or nullopt for anything else.
+std::optional<spdlog::level::level_enum> ParseLogLevel(std::string_view name);
+inline constexpr std::string_view kLogLevelNames = "trace|debug|info|warn|error|critical|off";
 
-// The process-wide "encore" logger (stderr), made on first use.
+// Sets `logger`'s level from `value` (ENCORE_LOG_LEVEL; null: info). An
+// unknown name leaves it at info and logs `log_level_unknown` at warning,
+// naming the allowed values.
+void ApplyLogLevel(const std::shared_ptr<spdlog::logger>& logger, const char* value);
+
+// The process-wide "encore" logger (stderr), made on first use, its pattern
+// set for ENCORE_LOG_FORMAT.
 std::shared_ptr<spdlog::logger> DefaultLogger();
+// DefaultLogger(), or for the other format a stderr logger whose pattern
+// suits it (JSON lines with nothing before them); an "encore" logger the
+// application registered is returned as it is.
+std::shared_ptr<spdlog::logger> DefaultLoggerFor(LogFormat format);
 
 // Emits events to a logger in the format chosen at construction. Cheap to
 // copy; the level check comes first, so disabled events cost no formatting.
@@ -64,7 +90,9 @@ std::shared_ptr<spdlog::logger> DefaultLogger();
 // and counted in dropped_lines().
 class EventLog {
  public:
-  explicit EventLog(std::shared_ptr<spdlog::logger> logger = nullptr);
+  // A null logger is the default "encore" one; no format is
+  // ENCORE_LOG_FORMAT's.
+  explicit EventLog(std::shared_ptr<spdlog::logger> logger = nullptr, std::optional<LogFormat> format = {});
 
   bool enabled(spdlog::level::level_enum level) const { return logger_->should_log(level); }
   void Log(spdlog::level::level_enum level, std::string_view event,
@@ -77,6 +105,7 @@ class EventLog {
   void Debug(std::string_view e, std::initializer_list<LogField> f) const { Log(spdlog::level::debug, e, f); }
 
   const std::shared_ptr<spdlog::logger>& logger() const { return logger_; }
+  LogFormat format() const { return format_; }
   // Lines dropped because formatting or the logger threw, process-wide.
   static int64_t dropped_lines();
 
@@ -85,6 +114,28 @@ class EventLog {
   std::shared_ptr<spdlog::logger> logger_;
   LogFormat format_;
 };
+
+// Routes ScopedEventLog() on this thread to `log` (with `method` named in
+// the owners' lines) until destroyed; scopes nest. A null log leaves the
+// route as it was.
+class LogScope {
+ public:
+  explicit LogScope(const EventLog* log, std::string_view method = {}) noexcept;
+  ~LogScope();
+  LogScope(const LogScope&) = delete;
+  LogScope& operator=(const LogScope&) = delete;
+
+ private:
+  const EventLog* prev_log_;
+  std::string_view prev_method_;
+};
+
+// The innermost LogScope's log on this thread, or the default logger's.
+// May throw (only bad_alloc, making the default): callers in destructors
+// catch.
+const EventLog& ScopedEventLog();
+// The method the innermost LogScope names, or empty.
+std::string_view ScopedMethod() noexcept;
 
 }  // namespace encore
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "encore/tests/log_capture.h"
 
@@ -114,6 +115,116 @@ TEST(EventLogFaultTest, AnErrorHandlerThatThrowsIsDroppedAndCounted) {
   log.Info("phase", {{"method", "fwd"}});
   EXPECT_EQ(cap.Count("phase"), 1);
   EXPECT_EQ(EventLog::dropped_lines() - before, 1);
+}
+
+}  // namespace
+}  // namespace encore
+
+namespace encore {
+namespace {
+
+TEST(LogFormatTest, TimestampIsUtcWithMicroseconds) {
+  // 2026-12-01T10:00:00Z plus 123456 µs.
+  std::chrono::system_clock::time_point t{std::chrono::seconds(1796119200) + std::chrono::microseconds(123456)};
+  EXPECT_EQ(FormatTimestamp(t), "2026-12-01T10:00:00.123456Z");
+  EXPECT_EQ(FormatTimestamp(std::chrono::system_clock::time_point{}), "1970-01-01T00:00:00.000000Z");
+}
+
+TEST(LogFormatTest, JsonLinesCarryTsAndLevel) {
+  LogCapture cap;
+  EventLog log(cap.logger(), LogFormat::kJson);
+  EXPECT_EQ(log.format(), LogFormat::kJson);
+  log.Info("captured", {{"method", "fwd"}, {"us", 12.5}});
+  auto lines = cap.events();
+  ASSERT_EQ(lines.size(), 1u);
+  const std::string& line = lines[0].line;
+  // {"ts":"YYYY-MM-DDTHH:MM:SS.uuuuuuZ","level":"info","event":"captured",...}
+  ASSERT_EQ(line.rfind("{\"ts\":\"", 0), 0u) << line;
+  EXPECT_EQ(line.substr(34), "\",\"level\":\"info\",\"event\":\"captured\",\"method\":\"fwd\",\"us\":12.500}") << line;
+  EXPECT_EQ(line[11], '-');
+  EXPECT_EQ(line[17], 'T');
+  EXPECT_EQ(line[33], 'Z');
+}
+
+TEST(LogFormatTest, TheFormatIsChosenByTheCallerNotOnlyTheEnvironment) {
+  LogCapture cap;
+  EventLog text(cap.logger(), LogFormat::kKeyValue);
+  text.Info("captured", {{"method", "fwd"}});
+  ASSERT_EQ(cap.Count("captured"), 1);
+  EXPECT_EQ(cap.Find("captured")->line, "event=captured method=fwd");
+}
+
+TEST(LogLevelTest, ParsesTheNamesAndRefusesOthers) {
+  EXPECT_EQ(ParseLogLevel("trace"), spdlog::level::trace);
+  EXPECT_EQ(ParseLogLevel("DEBUG"), spdlog::level::debug);
+  EXPECT_EQ(ParseLogLevel("info"), spdlog::level::info);
+  EXPECT_EQ(ParseLogLevel("warn"), spdlog::level::warn);
+  EXPECT_EQ(ParseLogLevel("warning"), spdlog::level::warn);
+  EXPECT_EQ(ParseLogLevel("error"), spdlog::level::err);
+  EXPECT_EQ(ParseLogLevel("critical"), spdlog::level::critical);
+  EXPECT_EQ(ParseLogLevel("off"), spdlog::level::off);
+  EXPECT_FALSE(ParseLogLevel("loud").has_value());
+  EXPECT_FALSE(ParseLogLevel("").has_value());
+}
+
+TEST(LogLevelTest, AnUnknownLevelIsAWarningNamingTheAllowedValuesNotSilence) {
+  LogCapture cap;
+  ApplyLogLevel(cap.logger(), "verbose");
+  EXPECT_EQ(cap.logger()->level(), spdlog::level::info);
+  auto w = cap.Find("log_level_unknown");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->level, spdlog::level::warn);
+  EXPECT_EQ(w->field("ENCORE_LOG_LEVEL"), "verbose");
+  EXPECT_EQ(w->field("allowed"), "trace|debug|info|warn|error|critical|off");
+  cap.Clear();
+  ApplyLogLevel(cap.logger(), "error");
+  EXPECT_EQ(cap.logger()->level(), spdlog::level::err);
+  ApplyLogLevel(cap.logger(), nullptr);
+  EXPECT_EQ(cap.logger()->level(), spdlog::level::info);
+  EXPECT_EQ(cap.Count("log_level_unknown"), 0);
+}
+
+TEST(LogScopeTest, RoutesScopedLinesToTheScopesLogAndNests) {
+  LogCapture outer_cap, inner_cap;
+  EventLog outer(outer_cap.logger(), LogFormat::kKeyValue), inner(inner_cap.logger(), LogFormat::kKeyValue);
+  EXPECT_EQ(ScopedMethod(), "");
+  {
+    LogScope a(&outer, "forward");
+    EXPECT_EQ(&ScopedEventLog(), &outer);
+    EXPECT_EQ(ScopedMethod(), "forward");
+    {
+      LogScope b(&inner, "decode");
+      ScopedEventLog().Error("destroy_failed", {{"method", ScopedMethod()}});
+      LogScope keep(nullptr);  // a null log keeps the route
+      EXPECT_EQ(&ScopedEventLog(), &inner);
+    }
+    EXPECT_EQ(ScopedMethod(), "forward");
+  }
+  EXPECT_EQ(ScopedMethod(), "");
+  EXPECT_NE(&ScopedEventLog(), &outer);
+  EXPECT_EQ(inner_cap.Count("destroy_failed"), 1);
+  EXPECT_EQ(inner_cap.Find("destroy_failed")->field("method"), "decode");
+  EXPECT_EQ(outer_cap.events().size(), 0u);
+}
+
+}  // namespace
+}  // namespace encore
+
+namespace encore {
+namespace {
+
+// A Manager asking for JSON while ENCORE_LOG_FORMAT says text (or the
+// reverse) gets a default logger whose pattern puts nothing before the
+// JSON object.
+TEST(DefaultLoggerTest, TheOtherFormatGetsItsOwnStderrLogger) {
+  if (std::getenv("ENCORE_LOG_FORMAT") != nullptr) GTEST_SKIP() << "ENCORE_LOG_FORMAT is set";
+  EXPECT_EQ(DefaultLoggerFor(LogFormat::kKeyValue), DefaultLogger());
+  auto json = DefaultLoggerFor(LogFormat::kJson);
+  EXPECT_NE(json, DefaultLogger());
+  EXPECT_EQ(json, DefaultLoggerFor(LogFormat::kJson));
+  EXPECT_EQ(json->level(), DefaultLogger()->level());
+  EXPECT_EQ(EventLog(nullptr, LogFormat::kJson).logger(), json);
+  EXPECT_EQ(EventLog(nullptr, LogFormat::kKeyValue).logger(), DefaultLogger());
 }
 
 }  // namespace

@@ -124,6 +124,28 @@ inline double NowMicros() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// A method's report as a small table, the way tools/encore_report.py renders
+// Manager::ReportJson() (a file or stdin) for every method.
+inline void PrintReport(const Method& m) {
+  const MethodReport r = m.Report();
+  auto mib = [](size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+  std::printf("method %s\n", r.name.c_str());
+  std::printf("  phase         %s\n", std::string(MethodPhaseName(r.phase)).c_str());
+  std::printf("  calls         %lld   (warmup %lld, replays %lld, eager %lld, refused %lld)\n",
+              static_cast<long long>(r.calls), static_cast<long long>(r.warmup_calls),
+              static_cast<long long>(r.replays), static_cast<long long>(r.eager_calls),
+              static_cast<long long>(r.refusals));
+  std::printf("  graphs        %zu kept, %lld captured, %lld recaptured, %lld failed, %zu nodes in the latest\n",
+              r.captured_input_shapes.size(), static_cast<long long>(r.captures),
+              static_cast<long long>(r.recaptures), static_cast<long long>(r.capture_failures), r.graph_nodes);
+  std::printf("  capture time  %lld us total, %lld us last\n", static_cast<long long>(r.capture_us),
+              static_cast<long long>(r.last_capture_us));
+  std::printf("  eager         %lld calls; %s%s\n", static_cast<long long>(r.eager_calls),
+              r.graphs_off_reason.empty() ? "graphs on" : "graphs off: ", r.graphs_off_reason.c_str());
+  std::printf("  memory        reserved %.1f MiB, live %.1f MiB, peak %.1f MiB\n", mib(r.memory.reserved_bytes),
+              mib(r.memory.live_bytes), mib(r.memory.peak_bytes));
+}
+
 }  // namespace encore::examples
 
 #endif  // ENCORE_EXAMPLES_EXAMPLE_UTIL_H_

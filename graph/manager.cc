@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "encore/core/log.h"
+#include "encore/version.h"
+#include "graph/graph_dump.h"  // private to graph/
 
 namespace encore {
 
@@ -22,12 +24,13 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options) {
   if (!parsed.ok()) {
     return InvalidArgumentError(source + ": " + std::string(parsed.status().message()));
   }
+  if (options.graph_dump_dir.empty()) options.graph_dump_dir = GraphDumpDirFromEnv();
   return std::unique_ptr<Manager>(new Manager(std::move(options), *std::move(parsed)));
 }
 
 Manager::Manager(ManagerOptions options, FlagsText text)
     : options_(std::move(options)), flags_text_(std::move(text)),
-      log_(std::make_shared<const EventLog>(options_.logger)) {}
+      log_(std::make_shared<const EventLog>(options_.logger, options_.log_format)) {}
 
 Manager::~Manager() {
   // Registration is over only now; see Register.
@@ -52,7 +55,8 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
     return AlreadyExistsError("Register: a method named '" + spec.name + "' is already registered");
   }
   auto method = std::unique_ptr<Method>(new Method(spec.name, std::move(spec.fn), std::move(spec.constants), flags,
-                                                   log_, [this] { NoteUnregisteredFlagNames(); }, options_.consensus));
+                                                   log_, [this] { NoteUnregisteredFlagNames(); }, options_.consensus,
+                                                   options_.graph_dump_dir));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_->Info("registered", {{"method", raw->name()},
@@ -99,7 +103,11 @@ std::string Manager::ReportJson() const {
     first = false;
     j += m->Report().ToJson();
   }
-  j += "]}";
+  // The version and the schema last, so a reader that matched the old
+  // prefix still does; schema_version grows when a key changes meaning or
+  // goes away (new keys do not change it).
+  j += "],\"encore_version\":\"" + std::string(Version()) + "\",\"schema_version\":" +
+       std::to_string(kReportSchemaVersion) + "}";
   return j;
 }
 

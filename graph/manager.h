@@ -5,11 +5,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "encore/core/log_format.h"
 #include "encore/core/status.h"
 #include "encore/graph/method.h"
 #include "encore/policy/method_flags.h"
@@ -33,7 +35,16 @@ struct ManagerOptions {
   // without a rebuild.
   std::string flags_text;
   // The logger to write events to; null means the process-wide "encore" one.
+  // Every line encore writes for this Manager's methods goes here, the ones
+  // from destructors included.
   std::shared_ptr<spdlog::logger> logger;
+  // key=value text or one JSON object per line; unset means the environment
+  // variable ENCORE_LOG_FORMAT (`json`, else text).
+  std::optional<LogFormat> log_format;
+  // Where to write each captured graph as Graphviz DOT,
+  // `<dir>/<method>.dev<D>.graph<N>.dot` (the method name made safe for a
+  // file name); empty means ENCORE_GRAPH_DUMP_DIR, and none if that is unset.
+  std::string graph_dump_dir;
   // Ranks that run the same methods together (tensor parallel) agree on
   // every capture through this; null for a single rank. See RankConsensus.
   std::shared_ptr<RankConsensus> consensus;
@@ -60,8 +71,10 @@ class Manager {
   StatusOr<Method*> Register(MethodSpec spec);
   // nullptr if no method has that name.
   Method* Find(std::string_view name);
-  // {"methods":[{...},...]}, one object per method in name order.
+  // {"methods":[{...},...],"encore_version":"0.2.0","schema_version":1}, one
+  // object per method in name order (see MethodReport::ToJson).
   std::string ReportJson() const;
+  static constexpr int kReportSchemaVersion = 1;
 
  private:
   Manager(ManagerOptions options, FlagsText text);

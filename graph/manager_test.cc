@@ -13,6 +13,7 @@
 #include "encore/tests/log_capture.h"
 #include "encore/core/log.h"
 #include "encore/graph/manager.h"
+#include "encore/version.h"
 
 namespace encore {
 namespace {
@@ -162,6 +163,55 @@ TEST(ManagerLoggerTest, ALoggerThatThrowsDoesNotEscapeRegisterOrTheDestructor) {
   EXPECT_NE((*mgr)->Find("m"), nullptr);
   mgr->reset();  // warns about 'ghost'
   EXPECT_EQ(EventLog::dropped_lines() - before, 2);
+}
+
+}  // namespace
+}  // namespace encore
+
+namespace encore {
+namespace {
+
+TEST(ManagerReportJsonTest, CarriesTheLibraryVersionAndTheSchemaVersion) {
+  auto mgr = Manager::Create();
+  ASSERT_TRUE(mgr.ok());
+  ASSERT_TRUE((*mgr)->Register(Affine("a", nullptr)).ok());
+  const std::string j = (*mgr)->ReportJson();
+  const std::string tail = "],\"encore_version\":\"" + std::string(Version()) + "\",\"schema_version\":" +
+                           std::to_string(Manager::kReportSchemaVersion) + "}";
+  ASSERT_GE(j.size(), tail.size());
+  EXPECT_EQ(j.substr(j.size() - tail.size()), tail) << j;
+  EXPECT_EQ(Version(), "0.2.0");
+  EXPECT_NE(j.find("\"capture_us\":0"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"last_capture_us\":0"), std::string::npos) << j;
+}
+
+// ManagerOptions chooses the format; the environment is only the default.
+TEST(ManagerLogFormatTest, OptionsChooseJsonLinesWithTs) {
+  LogCapture logs;
+  ManagerOptions o;
+  o.logger = logs.logger();
+  o.log_format = LogFormat::kJson;
+  auto mgr = Manager::Create(o);
+  ASSERT_TRUE(mgr.ok());
+  ASSERT_TRUE((*mgr)->Register(Affine("a", nullptr)).ok());
+  auto lines = logs.events();
+  ASSERT_FALSE(lines.empty());
+  const std::string& line = lines.back().line;
+  EXPECT_EQ(line.rfind("{\"ts\":\"", 0), 0u) << line;
+  EXPECT_NE(line.find("\"level\":\"info\",\"event\":\"registered\",\"method\":\"a\""), std::string::npos) << line;
+}
+
+TEST(ManagerLogFormatTest, OptionsChooseTextWhateverTheEnvironmentSays) {
+  LogCapture logs;
+  setenv("ENCORE_LOG_FORMAT", "json", 1);
+  ManagerOptions o;
+  o.logger = logs.logger();
+  o.log_format = LogFormat::kKeyValue;
+  auto mgr = Manager::Create(o);
+  unsetenv("ENCORE_LOG_FORMAT");
+  ASSERT_TRUE(mgr.ok());
+  ASSERT_TRUE((*mgr)->Register(Affine("a", nullptr)).ok());
+  EXPECT_EQ(logs.Count("registered"), 1);
 }
 
 }  // namespace

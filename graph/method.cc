@@ -29,13 +29,14 @@ std::string_view CallKindName(CallKind k) {
 
 Method::Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
                std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
-               std::shared_ptr<RankConsensus> consensus)
+               std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir)
     : name_(std::move(name)),
       fn_(std::move(fn)),
       flags_(flags),
       log_(std::move(log)),
       on_first_run_(std::move(on_first_run)),
       consensus_(std::move(consensus)),
+      graph_dump_dir_(std::move(graph_dump_dir)),
       constants_(std::move(constants)) {}
 
 namespace {
@@ -63,6 +64,9 @@ class DeviceGuard {
 }  // namespace
 
 Method::~Method() {
+  // The instances' owners (streams, events, graphs, the arena) log a failed
+  // destroy to the application's logger, not the default one.
+  LogScope log_scope(log_.get(), name_);
   for (auto& m : instances_) {
     DeviceGuard guard(m->device());
     m.reset();
@@ -79,7 +83,8 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
   if (MethodInstance* m = by_device_[device].load(std::memory_order_acquire)) return m;
   std::lock_guard<std::mutex> lock(mu_);
   if (MethodInstance* m = by_device_[device].load(std::memory_order_relaxed)) return m;
-  instances_.push_back(std::make_unique<MethodInstance>(name_, fn_, constants_, flags_, *log_, consensus_, device));
+  instances_.push_back(std::make_unique<MethodInstance>(name_, fn_, constants_, flags_, *log_, consensus_, device,
+                                                        graph_dump_dir_));
   MethodInstance* m = instances_.back().get();
   by_device_[device].store(m, std::memory_order_release);
   if (instances_.size() > 1) log_->Info("new_device", {{"method", name_}, {"device", device}});

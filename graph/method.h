@@ -89,7 +89,7 @@ class Method {
 
   Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
          std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
-         std::shared_ptr<RankConsensus> consensus);
+         std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir);
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
   // Releases every device's instance, handing it `new_constants` if given.
   // Called with mu_ held.
@@ -101,6 +101,7 @@ class Method {
   const std::shared_ptr<const EventLog> log_;
   const std::function<void()> on_first_run_;
   const std::shared_ptr<RankConsensus> consensus_;
+  const std::string graph_dump_dir_;  // empty: no graph dumps
   // Set once on_first_run_ has run, so a replay pays one relaxed load for it.
   std::atomic<bool> first_run_done_{false};
 

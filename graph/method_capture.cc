@@ -7,6 +7,8 @@
 // here throws once a capture has begun (the body's exceptions become Status).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <string>
 
 #include "encore/core/cuda_api.h"
@@ -14,6 +16,8 @@
 #include "encore/core/device_state.h"
 #include "encore/core/scoped_thread_capture.h"
 #include "encore/graph/stream_capture.h"
+#include "graph/graph_dump.h"  // private to graph/
+#include "graph/messages.h"    // private to graph/
 #include "graph/method_instance.h"  // private to graph/
 
 namespace encore {
@@ -36,6 +40,10 @@ MethodInstance::StageResult Failed(CaptureStage stage, Status s, bool cuda_captu
 
 std::string Quoted(std::string_view name) { return "method '" + std::string(name) + "'"; }
 
+// Report's capture times: whole microseconds, at least 1 for a capture that
+// happened.
+int64_t CaptureMicros(double us) { return std::max<int64_t>(1, std::llround(us)); }
+
 bool IsLegacyDefault(cudaStream_t s) {
   return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
 }
@@ -44,6 +52,7 @@ bool IsLegacyDefault(cudaStream_t s) {
 
 Status MethodInstance::CaptureAndLaunch(Args inputs, Args outputs, cudaStream_t stream, int64_t index,
                                         bool recapture) {
+  NvtxScope range(nvtx_, NvtxRange::kCapture);
   CaptureJob job;
   SetPhase(MethodPhase::kCapture, index);
   StageResult failed = PrepareCapture(job, inputs, outputs, stream);
@@ -115,6 +124,7 @@ MethodInstance::StageResult MethodInstance::RecordCapture(CaptureJob& job, Args 
   // Tells the readback shims this thread is capturing, so a read on a stream
   // other than the captured one refuses instead of breaking the capture.
   ScopedThreadCapture thread_capture;
+  NvtxScope range(nvtx_, NvtxRange::kCaptureRecord);
   StatusOr<StreamCapture> cap = StreamCapture::Begin(job.stream);
   if (!cap.ok()) return Failed(CaptureStage::kBegin, cap.status());
   // Head nodes stage the inputs and publish the output addresses; the method
@@ -156,7 +166,9 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
     for (int k = 0; k < p.publish_count; ++k) p.publish[k] = outputs[h.first + k].data;
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);
     if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch", Quoted(name_));
-    ENCORE_ASSIGN_OR_RETURN(h.node, cap.LastNode());
+    StatusOr<cudaGraphNode_t> node = cap.LastNode();
+    if (!node.ok()) return NameMethod(name_, node.status());
+    h.node = *node;
     e.template_heads.push_back(h);
   }
   return OkStatus();
@@ -227,11 +239,15 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
   // Under kRecapture with the cache full, update the least recently used
   // graph's executable in place when CUDA accepts it: cheaper than a new
   // instantiation.
-  if (recapture && static_cast<int>(cache_.size()) >= flags_.max_graphs && cache_.AdoptLruExecutable(e)) {
-    job.updated_in_place = true;
-    ++counters_.updates_in_place;
-    return std::nullopt;
+  if (recapture && static_cast<int>(cache_.size()) >= flags_.max_graphs) {
+    NvtxScope range(nvtx_, NvtxRange::kCaptureUpdate);
+    if (cache_.AdoptLruExecutable(e)) {
+      job.updated_in_place = true;
+      ++counters_.updates_in_place;
+      return std::nullopt;
+    }
   }
+  NvtxScope range(nvtx_, NvtxRange::kCaptureInstantiate);
   StatusOr<GraphExec> exec = GraphExec::Instantiate(*e.graph);
   if (!exec.ok()) return Failed(CaptureStage::kInstantiate, exec.status());
   ++counters_.instantiations;
@@ -254,14 +270,18 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
   const bool verify = VerifiesLaunch(flags_, 1, 0);
   std::optional<VerifiedLaunch> v;
   if (verify) v = BeginVerify(e, inputs, GraphOutputs(e, outputs), stream, index);
+  std::optional<NvtxScope> range(std::in_place, nvtx_, NvtxRange::kCaptureFirstLaunch);
   if (Status s = LaunchGraph(e.variants.front().exec, stream, index); !s.ok()) {
     // cudaGraphLaunch returned an error, so nothing of the graph ran and the
     // eager retry cannot apply the call twice.
     return FailCapture(StageFailure{CaptureStage::kFirstLaunch, s}, inputs, outputs, stream, index);
   }
+  range.reset();
   arena_.CommitCapture();
   e.launches = 1;
   ++(recapture ? counters_.recaptures : counters_.captures);
+  const std::shared_ptr<Graph> graph = e.graph;  // for the dump, after the timing
+  const uint64_t graph_number = e.id;
   const size_t nodes = e.nodes;
   const std::string sig = e.signature.ToString();
   if (flags_.binding != Binding::kStaged) {
@@ -270,9 +290,12 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
   }
   cache_.Insert(std::move(job.entry), flags_.max_graphs);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
+  counters_.last_capture_us = CaptureMicros(us);
+  counters_.capture_us += counters_.last_capture_us;
   log_.Info(recapture ? "recaptured" : "captured", {{"method", name_}, {"call", index}, {"nodes", nodes},
                                                     {"signature", sig}, {"updated_in_place", job.updated_in_place},
                                                     {"us", us}});
+  if (!graph_dump_dir_.empty()) DumpCapturedGraph(log_, graph_dump_dir_, name_, device_, graph_number, graph->get());
   SetPhase(MethodPhase::kReplay, index);
   if (verify) return FinishVerify(v ? &*v : nullptr, GraphOutputs(e, outputs), stream, index);
   return OkStatus();
@@ -283,7 +306,9 @@ Status MethodInstance::FailCapture(const StageFailure& f, Args inputs, Args outp
   // Frees exactly what this capture allocated; nothing if it allocated
   // nothing or its arena capture never began.
   (void)arena_.AbortCapture();
-  const CaptureFailure c = ClassifyCaptureFailure(f.stage, f.status, f.cuda_capture_error, /*graph_launched=*/false);
+  // CUDA's and the arena's errors do not know the method; the user must.
+  const Status named = NameMethod(name_, f.status);
+  const CaptureFailure c = ClassifyCaptureFailure(f.stage, named, f.cuda_capture_error, /*graph_launched=*/false);
   // Every failure before the first launch is this rank's "no" in the vote
   // the other ranks cast just before their first launch.
   if (f.stage != CaptureStage::kFirstLaunch) (void)votes_.Vote(c.reason, "first launch");

@@ -5,6 +5,7 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "graph/messages.h"  // private to graph/
 
 namespace encore {
 namespace {
@@ -43,13 +44,15 @@ Status Call::Check(const bool* device_cond, std::string_view message) {
 }
 
 MethodInstance::MethodInstance(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants,
-                               MethodFlags flags, EventLog log, std::shared_ptr<RankConsensus> consensus, int device)
+                               MethodFlags flags, EventLog log, std::shared_ptr<RankConsensus> consensus, int device,
+                               std::string graph_dump_dir)
     : name_(std::move(name)),
       fn_(std::move(fn)),
       constants_(std::move(constants)),
       flags_(flags),
       log_(std::move(log)),
       device_(device),
+      graph_dump_dir_(std::move(graph_dump_dir)),
       phase_(StartingPhase(flags)),
       votes_(&name_, std::move(consensus), &log_) {
   counters_.name = name_;
@@ -59,6 +62,7 @@ MethodInstance::MethodInstance(std::string name, MethodFn fn, std::optional<std:
 MethodInstance::~MethodInstance() {
   Status s = WaitForLastLaunch();
   if (!s.ok()) log_.Error("release_failed", {{"method", name_}, {"error", s.message()}});
+  if (int64_t n = refusal_log_limit_.TakePending(); n > 0) log_.Info("refused_not_logged", {{"method", name_}, {"count", n}});
   cache_.Clear();
 }
 
@@ -86,6 +90,7 @@ bool MethodInstance::CanReplayFront(Args inputs, Args outputs) const {
 }
 
 Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
+  LogScope log_scope(&log_, name_);  // owners destroyed in this call log to the application's logger
   ENCORE_RETURN_IF_ERROR(RejectReentry("Run"));
   std::lock_guard<std::mutex> lock(mu_);
   ENCORE_RETURN_IF_ERROR(checks_.TakeFailure());
@@ -112,9 +117,11 @@ Status MethodInstance::Dispatch(Args inputs, Args outputs, cudaStream_t stream) 
     case Action::kEagerOnce:
       log_.Debug("eager_new_shape", {{"method", name_}, {"call", index}});
       [[fallthrough]];
-    case Action::kEager:
+    case Action::kEager: {
+      NvtxScope range(nvtx_, NvtxRange::kEager);
       ++counters_.eager_calls;
       return RunEager(inputs, outputs, stream, CallKind::kEager, index);
+    }
     case Action::kWarmup:
       return RunWarmup(inputs, outputs, stream, index);
     case Action::kCapture:
@@ -141,13 +148,19 @@ Action MethodInstance::VetoCapture(Action action) {
 
 Status MethodInstance::Refuse(Args inputs, Args outputs) {
   // The most recent graph is the one the user most likely meant.
-  Status s = cache_.front().signature.Compare(name_, inputs, outputs);
+  Status guard = cache_.front().signature.Compare(name_, inputs, outputs);
+  Status s(guard.code(), std::string(guard.message()) + RefusalRemedy(name_));
   ++counters_.refusals;
-  log_.Info("refused", {{"method", name_}, {"reason", s.message()}});
+  // A server refusing every call must not log every call: the first line,
+  // then one a second with the count of those not logged.
+  if (RateLimiter::Decision d = refusal_log_limit_.Admit(RateLimiter::Clock::now()); d.log) {
+    log_.Info("refused", {{"method", name_}, {"reason", s.message()}, {"suppressed", d.suppressed}});
+  }
   return s;
 }
 
 Status MethodInstance::RunWarmup(Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
+  NvtxScope range(nvtx_, NvtxRange::kWarmup);
   ++counters_.warmup_calls;
   ++warmups_done_;
   Status s = RunEager(inputs, outputs, stream, CallKind::kWarmup, index);
@@ -175,7 +188,7 @@ Status MethodInstance::InvokeFn(Call& call) {
 Status MethodInstance::RunEager(Args inputs, Args outputs, cudaStream_t stream, CallKind kind, int64_t index) {
   Call call(this, stream, inputs, outputs, kind, index);
   Status s = InvokeFn(call);
-  Status freed = arena_.EndEagerCall(stream);
+  Status freed = NameMethod(name_, arena_.EndEagerCall(stream));
   if (s.ok()) s = freed;
   return s;
 }
@@ -249,6 +262,7 @@ Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, i
 }
 
 Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
+  NvtxScope range(nvtx_, NvtxRange::kReplay);  // one load and a branch without a profiler
   ENCORE_ASSIGN_OR_RETURN(const GraphExec* exec, cache_.Bind(g, inputs, outputs, &counters_.exec_variants));
   // Two integer tests on an unverified replay; no CUDA call.
   const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
@@ -264,6 +278,7 @@ Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStre
 }
 
 Status MethodInstance::Release() {
+  LogScope log_scope(&log_, name_);
   ENCORE_RETURN_IF_ERROR(RejectReentry("Release"));
   std::lock_guard<std::mutex> lock(mu_);
   ENCORE_RETURN_IF_ERROR(WaitForLastLaunch());
@@ -294,8 +309,9 @@ Status MethodInstance::Synchronize(cudaStream_t stream) {
 }
 
 StatusOr<void*> MethodInstance::Allocate(CallKind kind, cudaStream_t stream, size_t bytes) {
-  if (kind == CallKind::kCapture) return arena_.AllocateCapture(bytes);
-  return arena_.AllocateEager(bytes, stream);
+  StatusOr<void*> p = kind == CallKind::kCapture ? arena_.AllocateCapture(bytes) : arena_.AllocateEager(bytes, stream);
+  if (!p.ok()) return NameMethod(name_, p.status());
+  return p;
 }
 
 MethodReport MethodInstance::Report() const {

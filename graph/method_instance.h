@@ -21,6 +21,8 @@
 
 #include "encore/allocator/graph_arena.h"
 #include "encore/core/log.h"
+#include "encore/core/nvtx.h"
+#include "encore/core/rate_limiter.h"
 #include "encore/core/status.h"
 #include "encore/core/stream.h"
 #include "encore/graph/call.h"
@@ -45,7 +47,8 @@ inline constexpr std::string_view kGraphsOffByFlags = "graphs=off in the method'
 class MethodInstance {
  public:
   MethodInstance(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
-                 EventLog log, std::shared_ptr<RankConsensus> consensus, int device);
+                 EventLog log, std::shared_ptr<RankConsensus> consensus, int device,
+                 std::string graph_dump_dir = {});
   ~MethodInstance();
   MethodInstance(const MethodInstance&) = delete;
   MethodInstance& operator=(const MethodInstance&) = delete;
@@ -136,6 +139,9 @@ class MethodInstance {
   const MethodFlags flags_;
   const EventLog log_;
   const int device_;
+  const std::string graph_dump_dir_;  // empty: no graph dumps
+  const NvtxMethodRanges nvtx_{name_};  // this method's range names, registered once
+  RateLimiter refusal_log_limit_;       // one refused line per second, then a count
 
   mutable std::mutex mu_;
   MethodPhase phase_;

@@ -1,5 +1,6 @@
 #include "encore/graph/method_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "encore/core/log.h"
@@ -25,6 +26,7 @@ void MethodReport::AddDevice(const MethodReport& o) {
   memory.peak_bytes += o.memory.peak_bytes;
   if (graphs_off_reason.empty()) graphs_off_reason = o.graphs_off_reason;
   devices += o.devices;
+  last_capture_us = std::max(last_capture_us, o.last_capture_us);
 }
 
 namespace {
@@ -79,7 +81,8 @@ std::string MethodReport::ToJson() const {
        ",\"live_bytes\":" + std::to_string(memory.live_bytes) + ",\"peak_bytes\":" + std::to_string(memory.peak_bytes) +
        "}";
   j += ",\"static_outputs\":" + std::to_string(static_outputs.size());
-  j += ",\"devices\":" + std::to_string(devices) + "}";
+  j += ",\"devices\":" + std::to_string(devices);
+  j += ",\"last_capture_us\":" + std::to_string(last_capture_us) + "}";
   return j;
 }
 

@@ -29,7 +29,8 @@
   X(exec_variants)    /* extra executables made for recurring caller addresses */     \
   X(check_failures)                                                                   \
   X(verified_launches) /* launches checked against an eager run */                    \
-  X(verify_failures)   /* checked launches whose results differed */
+  X(verify_failures)   /* checked launches whose results differed */                 \
+  X(capture_us) /* microseconds in captures that made a graph: record to first launch */
 
 namespace encore {
 
@@ -57,9 +58,14 @@ struct MethodReport {
   // until the method's next call.
   std::vector<TensorRef> static_outputs;
   int devices = 1;  // devices the method has run on
+  // Microseconds of the most recent capture (0 before any); over several
+  // devices, the largest of each device's most recent, since a sum of two
+  // "last" times means nothing.
+  int64_t last_capture_us = 0;
 
   // Adds another device's counters and memory; keeps this one's shapes,
-  // nodes and outputs, and its graphs-off reason unless it has none.
+  // nodes and outputs, and its graphs-off reason unless it has none;
+  // last_capture_us is the larger of the two.
   void AddDevice(const MethodReport& other);
   // One JSON object with every field above (static_outputs as their count).
   std::string ToJson() const;

@@ -42,13 +42,14 @@ TEST(MethodReportTest, JsonCarriesEveryOtherField) {
   r.rebind_sites = 5;
   r.flags.verify = 3;
   r.flags.verify_tolerance = 0.5;
+  r.last_capture_us = 812;
   const std::string j = r.ToJson();
   for (const char* want : {"\"name\":\"fwd\\\"x\"", "\"phase\":\"replay\"", "\"flags\":{\"graphs\":true",
                            "\"graphs_off_reason\":\"because\"", "\"captured_input_shapes\":[[[2,3]],[[4]]]",
                            "\"graph_nodes\":7", "\"memory\":{\"reserved_bytes\":11,\"live_bytes\":12,\"peak_bytes\":13}",
                            "\"static_outputs\":2", "\"devices\":2", "\"binding\":\"direct\"",
                            "\"binding_reason\":\"why\"", "\"rebind_sites\":5", "\"binding\":\"auto\",\"verify\":3",
-                           "\"verify_tolerance\":0.5"}) {
+                           "\"verify_tolerance\":0.5", "\"last_capture_us\":812"}) {
     EXPECT_NE(j.find(want), std::string::npos) << want << " in " << j;
   }
   EXPECT_NE(MethodReport{}.ToJson().find("\"graphs_off_reason\":null"), std::string::npos);
@@ -70,6 +71,35 @@ TEST(MethodReportTest, AddDeviceSumsEveryCounterAndMemory) {
   EXPECT_EQ(a.memory.peak_bytes, 33u);
   EXPECT_EQ(a.devices, 2);
   EXPECT_EQ(a.graphs_off_reason, "b's reason");
+}
+
+TEST(MethodReportTest, CaptureTimesSumAndTheLastIsTheLargestDevicesLast) {
+  MethodReport a, b;
+  a.capture_us = 500;
+  a.last_capture_us = 200;
+  b.capture_us = 900;
+  b.last_capture_us = 700;
+  a.AddDevice(b);
+  EXPECT_EQ(a.capture_us, 1400);
+  EXPECT_EQ(a.last_capture_us, 700);
+  MethodReport c;
+  c.last_capture_us = 50;
+  a.AddDevice(c);
+  EXPECT_EQ(a.last_capture_us, 700);
+  EXPECT_NE(a.ToJson().find("\"capture_us\":1400"), std::string::npos);
+}
+
+// Every field of MethodReport appears in the JSON: a field added to the
+// struct without a JSON key fails here. The struct's fields, by name:
+TEST(MethodReportTest, JsonHasAKeyForEveryField) {
+  const std::string j = MethodReport{}.ToJson();
+  for (const char* key : {"name", "phase", "flags", "graphs_off_reason", "captured_input_shapes", "graph_nodes",
+                          "memory", "static_outputs", "devices", "last_capture_us"}) {
+    EXPECT_NE(j.find("\"" + std::string(key) + "\":"), std::string::npos) << key;
+  }
+#define ENCORE_X_(counter) EXPECT_NE(j.find("\"" #counter "\":"), std::string::npos) << #counter;
+  ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
+#undef ENCORE_X_
 }
 
 }  // namespace

@@ -20,7 +20,10 @@ StreamCapture::~StreamCapture() {
   // clear it so the caller's own error checks do not see ours.
   (void)cuda().GetLastError();
   if (err != cudaSuccess && !IsCaptureError(err)) {
-    EventLog().Error("end_capture_failed", {{"error", cudaGetErrorName(err)}});
+    try {  // a destructor: the application's logger (ScopedEventLog) may throw
+      ScopedEventLog().Error("end_capture_failed", {{"method", ScopedMethod()}, {"error", cudaGetErrorName(err)}});
+    } catch (...) {
+    }
   }
 }
 
@@ -30,14 +33,23 @@ StatusOr<std::vector<cudaGraphNode_t>> StreamCapture::Frontier() const {
   size_t n = 0;
   ENCORE_CUDA_CALL(StreamGetCaptureInfo, stream_, &status, &deps, &n);
   if (status != cudaStreamCaptureStatusActive) {
-    return FailedPreconditionError("cudaStreamGetCaptureInfo: the capture is no longer active (invalidated)");
+    return FailedPreconditionError(
+        "cudaStreamGetCaptureInfo: the capture is no longer active: a call in the method invalidated it (a stream "
+        "or device sync, a copy to pageable host memory, a read of a device value on the host); read device values "
+        "through encore::shims, or set graphs=off for the method");
   }
   return std::vector<cudaGraphNode_t>(deps, deps + n);
 }
 
 StatusOr<cudaGraphNode_t> StreamCapture::LastNode() const {
   ENCORE_ASSIGN_OR_RETURN(std::vector<cudaGraphNode_t> f, Frontier());
-  if (f.size() != 1) return InternalError("expected one capture dependency after a launch, found " + std::to_string(f.size()));
+  if (f.size() != 1) {
+    return InternalError("the captured stream has " + std::to_string(f.size()) +
+                         " dependencies after encore's staging node, expected 1: other work joined the capture "
+                         "(another thread's cudaStreamWaitEvent on the captured stream, or work it issued into the "
+                         "capture); call the method on a stream that nothing else waits on or launches into while "
+                         "it captures");
+  }
   return f[0];
 }
 

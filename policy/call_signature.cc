@@ -147,4 +147,10 @@ std::string CallSignature::ToString() const {
   return "in=" + list(inputs_) + " out=" + list(outputs_);
 }
 
+std::string RefusalRemedy(std::string_view method) {
+  // The policies that accept a new shape; MethodFlags or the flags text
+  // (ENCORE_METHOD_FLAGS) set them.
+  return "; set on_new_shape=recapture|eager for '" + std::string(method) + "', or call Release()";
+}
+
 }  // namespace encore

@@ -54,6 +54,11 @@ class CallSignature {
   std::vector<TensorSignature> outputs_;
 };
 
+// What a refused call's message ends with, after Compare's text: how to make
+// such calls work ("; set on_new_shape=recapture|eager for 'forward', or
+// call Release()").
+std::string RefusalRemedy(std::string_view method);
+
 }  // namespace encore
 
 #endif  // ENCORE_POLICY_CALL_SIGNATURE_H_

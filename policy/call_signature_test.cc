@@ -105,3 +105,13 @@ TEST(CallSignatureOverflowTest, HugeSizesBesideAZeroDimMatchTheirCapture) {
 
 }  // namespace
 }  // namespace encore
+
+namespace encore {
+namespace {
+
+TEST(RefusalRemedyTest, NamesThePoliciesTheMethodAndRelease) {
+  EXPECT_EQ(RefusalRemedy("forward"), "; set on_new_shape=recapture|eager for 'forward', or call Release()");
+}
+
+}  // namespace
+}  // namespace encore

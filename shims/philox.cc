@@ -50,6 +50,20 @@ Philox& Philox::operator=(Philox&& other) noexcept {
 
 Philox::~Philox() { FreeState(); }
 
+namespace {
+// The generator's own logger if it has one; else the one of the method
+// whose call this is (LogScope), so a Philox inside a method logs to the
+// application's logger; else encore's default.
+template <typename F>
+void WithLog(const std::shared_ptr<spdlog::logger>& logger, F f) {
+  if (logger) {
+    f(EventLog(logger));
+  } else {
+    f(ScopedEventLog());
+  }
+}
+}  // namespace
+
 namespace internal {
 cudaError_t PhiloxStateTraits::Destroy(PhiloxState* state) { return cuda().Free(state); }
 }  // namespace internal
@@ -58,7 +72,12 @@ void Philox::FreeState() {
   // Destroyed here rather than by the handle, so the error goes to this
   // generator's logger.
   if (cudaError_t err = state_.Destroy(); err != cudaSuccess) {
-    EventLog(options_.logger).Error("destroy_failed", {{"what", "philox_state"}, {"error", cudaGetErrorName(err)}});
+    try {  // from a destructor: a logger that throws must not end the process
+      WithLog(options_.logger, [&](const EventLog& log) {
+        log.Error("destroy_failed", {{"what", "philox_state"}, {"error", cudaGetErrorName(err)}});
+      });
+    } catch (...) {
+    }
   }
 }
 
@@ -86,10 +105,11 @@ Status Philox::EnsureInitialized(cudaStream_t stream) {
   Status st = Initialize(stream);
   // A refusal is the expected answer inside a capture, not a failure.
   if (!st.ok() && !IsCaptureRefusal(st)) {
-    EventLog(options_.logger)
-        .Error("philox_init_failed", {{"reason", st.message()},
+    WithLog(options_.logger, [&](const EventLog& log) {
+      log.Error("philox_init_failed", {{"reason", st.message()},
                                       {"code", StatusCodeName(st.code())},
                                       {"seeded", seed_.has_value() ? "explicit" : "random_device"}});
+    });
   }
   return st;
 }

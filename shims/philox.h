@@ -32,8 +32,9 @@ struct PhiloxStateTraits {
 }  // namespace internal
 
 struct PhiloxOptions {
-  // Where init failures and destructor errors go; null means encore's
-  // default logger.
+  // Where init failures and destructor errors go; null means the logger of
+  // the method whose call this is (the application's, see LogScope), else
+  // encore's default logger.
   std::shared_ptr<spdlog::logger> logger;
   // Passed to std::random_device when no seed is given; empty means its
   // default source. (An unknown token makes it throw, which tests use.)

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "encore/core/cuda_api.h"
+#include "encore/core/log.h"
 #include "encore/tests/log_capture.h"
 #include "encore/core/tensor.h"
 #include "encore/shims/masked_copy.h"
@@ -175,6 +176,22 @@ TEST_F(ShimsArgsTest, PhiloxRandomDeviceFailureIsLoggedAndReturned) {
   EXPECT_EQ(ev->level, spdlog::level::err);
   EXPECT_NE(ev->field("reason").find("std::random_device"), std::string::npos) << ev->line;
   EXPECT_EQ(ev->field("seeded"), "random_device");
+}
+
+// A Philox without its own logger, drawn inside a method's call, logs to
+// that method's (the application's) logger through the LogScope.
+TEST_F(ShimsArgsTest, PhiloxWithoutALoggerLogsToTheScopesLogger) {
+  LogCapture app;
+  EventLog method_log(app.logger(), LogFormat::kKeyValue);
+  PhiloxOptions options;
+  options.random_device_token = "no-such-entropy-source";
+  auto p = Philox::Create(std::nullopt, options);
+  ASSERT_TRUE(p.ok());
+  {
+    LogScope scope(&method_log, "sample");
+    EXPECT_FALSE(p->Uniform(static_cast<float*>(kFakeDevice), 4, kStream).ok());
+  }
+  EXPECT_EQ(app.Count("philox_init_failed"), 1);
 }
 
 // Inside a ScopedThreadCapture the readbacks refuse on any stream before

@@ -8,6 +8,15 @@ cc_library(
     includes = ["include"],
 )
 
+# NVTX3: header-only (nvToolsExt.h loads a profiler's injection library, if
+# one is attached, with dlopen); nothing to link but libdl.
+cc_library(
+    name = "nvtx3",
+    hdrs = glob(["include/nvtx3/**"]),
+    includes = ["include"],
+    linkopts = ["-ldl"],
+)
+
 # The runtime, linked statically so a binary runs on a machine where nothing
 # is installed but the driver.
 cc_library(

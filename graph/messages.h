@@ -1,0 +1,25 @@
+// Error text helpers for graph/: errors a user sees name the method they
+// came from. Internal to graph/.
+#ifndef ENCORE_GRAPH_MESSAGES_H_
+#define ENCORE_GRAPH_MESSAGES_H_
+
+#include <string>
+#include <string_view>
+
+#include "encore/core/status.h"
+
+namespace encore {
+
+// `s` with "method '<name>': " in front, unless it is OK, a capture refusal
+// (whose flag a rebuilt Status would lose; shims name their caller), or
+// already names the method.
+inline Status NameMethod(std::string_view method, Status s) {
+  if (s.ok() || IsCaptureRefusal(s)) return s;
+  const std::string head = "method '" + std::string(method) + "'";
+  if (s.message().find(head) != std::string_view::npos) return s;
+  return Status(s.code(), head + ": " + std::string(s.message()));
+}
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_MESSAGES_H_
