@@ -100,11 +100,11 @@ class [[nodiscard]] StatusOr {
  public:
   // An error status; an OK status here is a programming error and becomes
   // kInternal rather than a StatusOr without a value.
-  StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
-    if (status_.ok()) {
-      status_ = Status(StatusCode::kInternal, "StatusOr built from an OK status without a value");
-    }
-  }
+  // (Initialized, not assigned: nvcc warns on a discarded assignment result
+  // of a [[nodiscard]] type.)
+  StatusOr(Status status)  // NOLINT
+      : status_(status.ok() ? Status(StatusCode::kInternal, "StatusOr built from an OK status without a value")
+                            : std::move(status)) {}
   StatusOr(const T& value) : value_(value) {}       // NOLINT
   StatusOr(T&& value) : value_(std::move(value)) {}  // NOLINT
 
