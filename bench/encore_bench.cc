@@ -195,10 +195,11 @@ int main(int argc, char** argv) {
   std::map<int, std::map<std::string, Timing>> per_call;
   std::map<int, int> calls_of;
   std::printf("\nper call, median of %d repeats; us = microseconds\n", repeats);
-  std::printf("%5s %6s | %-19s | %-19s | %-19s | %-19s\n", "K", "N", "eager", "raw graph",
-              "raw graph + copies", "encore Method::Run");
-  std::printf("%5s %6s | %8s %10s | %8s %10s | %8s %10s | %8s %10s\n", "", "", "CPU", "end2end", "CPU", "end2end",
-              "CPU", "end2end", "CPU", "end2end");
+  std::map<int, std::string> bindings;
+  std::printf("%5s %6s | %-19s | %-19s | %-19s | %-19s | %-19s\n", "K", "N", "eager", "raw graph",
+              "raw graph + copies", "encore (auto)", "encore (staged)");
+  std::printf("%5s %6s | %8s %10s | %8s %10s | %8s %10s | %8s %10s | %8s %10s\n", "", "", "CPU", "end2end", "CPU",
+              "end2end", "CPU", "end2end", "CPU", "end2end", "CPU", "end2end");
   for (int k : kKs) {
     const int n = opt.quick ? 200 : (k >= 512 ? 500 : 2000);
     calls_of[k] = n;
@@ -209,6 +210,9 @@ int main(int argc, char** argv) {
     raw.graph = CaptureWork(static_in, static_out, k, s);
     EX_CUDA(cudaGraphInstantiate(&raw.exec, raw.graph, 0));
     encore::Method* m = register_k("incr_k" + std::to_string(k), k, encore::MethodFlags{});
+    encore::MethodFlags staged_flags;
+    staged_flags.binding = encore::Binding::kStaged;
+    encore::Method* ms = register_k("incr_k" + std::to_string(k) + "_staged", k, staged_flags);
 
     // The four variants take turns, one repeat each, so a drift of clocks or
     // load over the run falls on all of them alike.
@@ -226,6 +230,11 @@ int main(int argc, char** argv) {
            encore::Status st = m->Run({&in_refs[i % kBuffers], 1}, {&out_refs[i % kBuffers], 1}, s);
            if (!st.ok()) ex::Fail("Method::Run: " + st.ToString());
          }},
+        {"encore_staged",
+         [&](int i) {
+           encore::Status st = ms->Run({&in_refs[i % kBuffers], 1}, {&out_refs[i % kBuffers], 1}, s);
+           if (!st.ok()) ex::Fail("Method::Run (staged): " + st.ToString());
+         }},
     };
     for (auto& [name, timing] : MeasureInterleaved(s, n, repeats, 20, variants)) row[name] = timing;
 
@@ -236,17 +245,24 @@ int main(int argc, char** argv) {
     ExpectAll(static_out, want0, s, "raw graph K=" + std::to_string(k));
     ex::CheckOk(m->Run({&in_refs[1], 1}, {&out_refs[1], 1}, s), "Method::Run");
     ExpectAll(out[1], 20.0f + k, s, "encore K=" + std::to_string(k));
+    ex::CheckOk(ms->Run({&in_refs[2], 1}, {&out_refs[2], 1}, s), "Method::Run (staged)");
+    ExpectAll(out[2], 30.0f + k, s, "encore staged K=" + std::to_string(k));
     encore::MethodReport r = m->Report();
-    if (r.captures != 1 || r.capture_failures != 0 || r.replays < n) {
-      Error("encore K=" + std::to_string(k) + " did not replay a graph: " + r.ToJson());
+    for (const encore::MethodReport& rr : {r, ms->Report()}) {
+      if (rr.captures != 1 || rr.capture_failures != 0 || rr.replays < n) {
+        Error("encore K=" + std::to_string(k) + " did not replay a graph: " + rr.ToJson());
+      }
     }
+    bindings[k] = std::string(encore::BindingName(r.binding)) + " (" + r.binding_reason + ")";
     ex::CheckOk(m->Release(), "Release");  // give its memory back
+    ex::CheckOk(ms->Release(), "Release");
 
-    std::printf("%5d %6d | %8.2f %10.2f | %8.2f %10.2f | %8.2f %10.2f | %8.2f %10.2f\n", k, n, row["eager"].cpu_us,
-                row["eager"].e2e_us, row["raw_graph"].cpu_us, row["raw_graph"].e2e_us,
+    std::printf("%5d %6d | %8.2f %10.2f | %8.2f %10.2f | %8.2f %10.2f | %8.2f %10.2f | %8.2f %10.2f\n", k, n,
+                row["eager"].cpu_us, row["eager"].e2e_us, row["raw_graph"].cpu_us, row["raw_graph"].e2e_us,
                 row["raw_graph_copies"].cpu_us, row["raw_graph_copies"].e2e_us, row["encore"].cpu_us,
-                row["encore"].e2e_us);
+                row["encore"].e2e_us, row["encore_staged"].cpu_us, row["encore_staged"].e2e_us);
   }
+  for (const auto& [k, b] : bindings) std::printf("encore (auto) K=%d binding: %s\n", k, b.c_str());
 
   std::printf("CPU = submit time per call. Once a call's GPU work takes longer than its submission, CUDA's\n"
               "launch queue fills and the submit time follows the GPU: read CPU columns at small K.\n");
@@ -399,7 +415,8 @@ int main(int argc, char** argv) {
     j += std::string(first ? "" : ",\n") + "    {\"k\": " + std::to_string(k) + ", \"n\": " +
          std::to_string(calls_of[k]) + ", \"eager\": " + TimingJson(row["eager"]) + ", \"raw_graph\": " +
          TimingJson(row["raw_graph"]) + ", \"raw_graph_copies\": " + TimingJson(row["raw_graph_copies"]) +
-         ", \"encore\": " + TimingJson(row["encore"]) + "}";
+         ", \"encore\": " + TimingJson(row["encore"]) + ", \"encore_staged\": " + TimingJson(row["encore_staged"]) +
+         "}";
     first = false;
   }
   j += "\n  ],\n  \"recapture\": [\n";

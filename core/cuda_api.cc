@@ -15,6 +15,53 @@ cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptu
 #endif
 }
 
+namespace {
+
+// The driver's `symbol` at the ABI of CUDA 12.4 (the first with the
+// parameter-info calls), or null when the driver lacks it.
+template <class Fn>
+Fn DriverEntryPoint(const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, &fn, 12040, cudaEnableDefault, &found);
+#else
+  cudaError_t err = cudaGetDriverEntryPoint(symbol, &fn, cudaEnableDefault, &found);
+#endif
+  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+cudaError_t FromDriver(CUresult r) { return static_cast<cudaError_t>(r); }
+
+}  // namespace
+
+cudaError_t encore_cuGraphKernelNodeGetParams(cudaGraphNode_t node, CUDA_KERNEL_NODE_PARAMS* params) {
+  static const auto fn = DriverEntryPoint<CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*)>(
+      "cuGraphKernelNodeGetParams");
+  return fn ? FromDriver(fn(node, params)) : cudaErrorNotSupported;
+}
+
+cudaError_t encore_cuFuncGetParamInfo(CUfunction func, size_t index, size_t* offset, size_t* size) {
+  static const auto fn = DriverEntryPoint<CUresult (*)(CUfunction, size_t, size_t*, size_t*)>("cuFuncGetParamInfo");
+  return fn ? FromDriver(fn(func, index, offset, size)) : cudaErrorNotSupported;
+}
+
+cudaError_t encore_cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t* offset, size_t* size) {
+  static const auto fn = DriverEntryPoint<CUresult (*)(CUkernel, size_t, size_t*, size_t*)>("cuKernelGetParamInfo");
+  return fn ? FromDriver(fn(kernel, index, offset, size)) : cudaErrorNotSupported;
+}
+
+cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                  const CUDA_KERNEL_NODE_PARAMS* params) {
+  static const auto fn = DriverEntryPoint<CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*)>(
+      "cuGraphExecKernelNodeSetParams");
+  return fn ? FromDriver(fn(exec, node, params)) : cudaErrorNotSupported;
+}
+
 namespace encore {
 namespace {
 

@@ -10,6 +10,7 @@
 #ifndef ENCORE_CORE_CUDA_API_H_
 #define ENCORE_CORE_CUDA_API_H_
 
+#include <cuda.h>  // driver types only; no libcuda link (see below)
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -70,7 +71,38 @@
   X(StreamGetCaptureInfo, encore_cudaStreamGetCaptureInfo,                                   \
     (cudaStream_t, cudaStreamCaptureStatus*, const cudaGraphNode_t**, size_t*))             \
   X(GraphAddEventRecordNode, cudaGraphAddEventRecordNode,                                    \
-    (cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaEvent_t))
+    (cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaEvent_t))             \
+  X(GraphClone, cudaGraphClone, (cudaGraph_t*, cudaGraph_t))                                 \
+  X(GraphNodeFindInClone, cudaGraphNodeFindInClone, (cudaGraphNode_t*, cudaGraphNode_t, cudaGraph_t)) \
+  X(GraphDestroyNode, cudaGraphDestroyNode, (cudaGraphNode_t))                               \
+  X(GraphNodeGetType, cudaGraphNodeGetType, (cudaGraphNode_t, cudaGraphNodeType*))           \
+  X(GraphChildGraphNodeGetGraph, cudaGraphChildGraphNodeGetGraph, (cudaGraphNode_t, cudaGraph_t*)) \
+  X(GraphKernelNodeSetParams, cudaGraphKernelNodeSetParams,                                  \
+    (cudaGraphNode_t, const cudaKernelNodeParams*))                                          \
+  X(GraphMemcpyNodeGetParams, cudaGraphMemcpyNodeGetParams, (cudaGraphNode_t, cudaMemcpy3DParms*)) \
+  X(GraphMemsetNodeGetParams, cudaGraphMemsetNodeGetParams, (cudaGraphNode_t, cudaMemsetParams*)) \
+  X(GraphExecMemcpyNodeSetParams, cudaGraphExecMemcpyNodeSetParams,                          \
+    (cudaGraphExec_t, cudaGraphNode_t, const cudaMemcpy3DParms*))                            \
+  X(GraphExecMemsetNodeSetParams, cudaGraphExecMemsetNodeSetParams,                          \
+    (cudaGraphExec_t, cudaGraphNode_t, const cudaMemsetParams*))                             \
+  X(DriverGraphKernelNodeGetParams, encore_cuGraphKernelNodeGetParams,                       \
+    (cudaGraphNode_t, CUDA_KERNEL_NODE_PARAMS*))                                             \
+  X(DriverFuncGetParamInfo, encore_cuFuncGetParamInfo, (CUfunction, size_t, size_t*, size_t*)) \
+  X(DriverKernelGetParamInfo, encore_cuKernelGetParamInfo, (CUkernel, size_t, size_t*, size_t*)) \
+  X(DriverGraphExecKernelNodeSetParams, encore_cuGraphExecKernelNodeSetParams,               \
+    (cudaGraphExec_t, cudaGraphNode_t, const CUDA_KERNEL_NODE_PARAMS*))
+
+// Driver calls that direct binding needs (CUDA 12.4+ drivers), reached
+// through the runtime's driver entry points so that nothing links libcuda (a
+// binary linked against the toolkit's stub would need libcuda.so.1 to start,
+// which machines without a driver lack). Each returns the driver's CUresult
+// as the cudaError_t of the same number (the runtime numbers them alike), or
+// cudaErrorNotSupported when the driver has no such entry point.
+cudaError_t encore_cuGraphKernelNodeGetParams(cudaGraphNode_t node, CUDA_KERNEL_NODE_PARAMS* params);
+cudaError_t encore_cuFuncGetParamInfo(CUfunction func, size_t index, size_t* offset, size_t* size);
+cudaError_t encore_cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t* offset, size_t* size);
+cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                  const CUDA_KERNEL_NODE_PARAMS* params);
 
 // cudaStreamGetCaptureInfo's status and dependency nodes, with one signature
 // for every CUDA version (the runtime's own signature changed in 13.0).

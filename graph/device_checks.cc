@@ -58,6 +58,7 @@ Status DeviceChecks::Check(const bool* device_cond, std::string_view message, bo
   cudaError_t err = LaunchDeviceCheck(device_cond, rec, MessageId(message), in_graph ? sequence() : nullptr,
                                       call_index, trap, stream);
   if (err != cudaSuccess) return CudaStatus(err, "device check launch", "method '" + *method_ + "'");
+  if (in_graph) ++graph_checks_;
   return OkStatus();
 }
 

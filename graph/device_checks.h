@@ -55,6 +55,9 @@ class DeviceChecks {
   // check failed since the last time; clears the failure.
   Status TakeFailure();
   int64_t failures() const { return failures_; }
+  // Checks queued inside captures so far: a graph whose capture added none
+  // needs no node that bumps the sequence.
+  int64_t graph_checks() const { return graph_checks_; }
 
  private:
   static constexpr size_t kLaunchRing = 4096;
@@ -73,6 +76,7 @@ class DeviceChecks {
   std::vector<std::string> messages_;  // indexed by check id
   std::unordered_map<std::string, int> message_ids_;
   int64_t failures_ = 0;
+  int64_t graph_checks_ = 0;
 };
 
 }  // namespace encore

@@ -100,6 +100,14 @@ ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const Te
 
 StatusOr<const GraphExec*> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> inputs,
                                            std::span<const TensorRef> outputs, int64_t* new_variants) {
+  if (g.direct) {
+    StatusOr<const GraphExec*> direct = g.direct->Bind(inputs, outputs, new_variants);
+    if (!direct.ok()) {
+      return Status(direct.status().code(), "method '" + *method_ + "': " + std::string(direct.status().message()) +
+                                                "; direct binding not updated, nothing launched");
+    }
+    if (*direct != nullptr) return direct;
+  }
   size_t vi = 0;
   while (vi < g.variants.size() && !VariantMatches(g.variants[vi], inputs, outputs)) ++vi;
   if (vi == g.variants.size()) {

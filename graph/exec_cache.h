@@ -20,6 +20,7 @@
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
 #include "encore/graph/graph.h"
+#include "graph/direct_graph.h"  // private to graph/
 #include "encore/graph/staging.h"
 #include "encore/policy/binding_policy.h"
 #include "encore/policy/call_signature.h"
@@ -67,6 +68,9 @@ struct GraphEntry {
   // How this graph reaches the caller's buffers, and why.
   BindingChoice binding;
   int64_t rebind_sites = 0;
+  // The direct form (binding=direct), or null: replays launch its
+  // executables, and `variants` only when the caller's tensors overlap.
+  std::unique_ptr<DirectGraph> direct;
 };
 
 class ExecCache {

@@ -16,21 +16,12 @@
 #include "encore/core/device_state.h"
 #include "encore/core/scoped_thread_capture.h"
 #include "encore/graph/stream_capture.h"
+#include "graph/capture_job.h"  // private to graph/
 #include "graph/graph_dump.h"  // private to graph/
 #include "graph/messages.h"    // private to graph/
 #include "graph/method_instance.h"  // private to graph/
 
 namespace encore {
-
-struct MethodInstance::CaptureJob {
-  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
-  std::unique_ptr<GraphEntry> entry = std::make_unique<GraphEntry>();
-  cudaStream_t stream = nullptr;  // the stream the capture records
-  // Where head nodes tell tail nodes the caller's output addresses.
-  void** out_table = nullptr;
-  std::optional<Graph> graph;
-  bool updated_in_place = false;
-};
 
 namespace {
 
@@ -135,9 +126,16 @@ MethodInstance::StageResult MethodInstance::RecordCapture(CaptureJob& job, Args 
     // Device state the body's shims advance per launch, which verification
     // rewinds before an eager re-run.
     ScopedDeviceStateRecorder states(&job.entry->device_states);
+    job.checks_before = checks_.graph_checks();
     failure = InvokeFn(call);
   }
-  if (failure.ok()) failure = AddTailNodes(job, flags_.copy_outputs ? outputs.size() : 0);
+  if (failure.ok() && flags_.binding != Binding::kStaged) {
+    // Where the direct form's completion record will attach.
+    StatusOr<std::vector<cudaGraphNode_t>> f = cap->Frontier();
+    if (f.ok()) job.staged.body_frontier = *std::move(f);
+    if (!f.ok()) failure = f.status();
+  }
+  if (failure.ok()) failure = AddTailNodes(job, *cap, flags_.copy_outputs ? outputs.size() : 0);
   return EndCapture(job, *cap, std::move(failure));
 }
 
@@ -170,11 +168,12 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
     if (!node.ok()) return NameMethod(name_, node.status());
     h.node = *node;
     e.template_heads.push_back(h);
+    job.staged.heads.push_back(h.node);
   }
   return OkStatus();
 }
 
-Status MethodInstance::AddTailNodes(CaptureJob& job, size_t n_out) {
+Status MethodInstance::AddTailNodes(CaptureJob& job, StreamCapture& cap, size_t n_out) {
   constexpr size_t kChunk = StageParams::kMaxCopies;
   for (size_t first = 0; first < n_out; first += kChunk) {
     StageParams p{};
@@ -190,6 +189,9 @@ Status MethodInstance::AddTailNodes(CaptureJob& job, size_t n_out) {
     }
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);
     if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch", Quoted(name_));
+    StatusOr<cudaGraphNode_t> node = cap.LastNode();
+    if (!node.ok()) return NameMethod(name_, node.status());
+    job.staged.tails.push_back(*node);
   }
   return OkStatus();
 }
@@ -216,6 +218,7 @@ MethodInstance::StageResult MethodInstance::EndCapture(CaptureJob& job, StreamCa
   if (err != cudaSuccess) {
     return Failed(CaptureStage::kEndCapture, CudaStatus(err, CudaCallName(CudaCall::kGraphAddEventRecordNode)));
   }
+  job.staged.record = record;
   job.graph = *std::move(g);
   return std::nullopt;
 }
@@ -232,10 +235,8 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
     h.launch.kernelParams = nullptr;
     h.launch.extra = nullptr;
   }
-  // No reference scan yet (BindingFacts{}): every graph is staged, and the
-  // report and log say which check made it so.
-  e.binding = ChooseBinding(flags_.binding, BindingFacts{});
   e.graph = std::make_shared<Graph>(*std::move(job.graph));
+  ChooseGraphBinding(job);
   // Under kRecapture with the cache full, update the least recently used
   // graph's executable in place when CUDA accepts it: cheaper than a new
   // instantiation.
@@ -270,6 +271,7 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
   const bool verify = VerifiesLaunch(flags_, 1, 0);
   std::optional<VerifiedLaunch> v;
   if (verify) v = BeginVerify(e, inputs, GraphOutputs(e, outputs), stream, index);
+  std::optional<VerifiedLaunch> probe = BeginProbe(e, inputs, outputs, stream, index);
   std::optional<NvtxScope> range(std::in_place, nvtx_, NvtxRange::kCaptureFirstLaunch);
   if (Status s = LaunchGraph(e.variants.front().exec, stream, index); !s.ok()) {
     // cudaGraphLaunch returned an error, so nothing of the graph ran and the
@@ -277,12 +279,14 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
     return FailCapture(StageFailure{CaptureStage::kFirstLaunch, s}, inputs, outputs, stream, index);
   }
   range.reset();
+  FinishProbe(e, probe ? &*probe : nullptr, outputs, stream, index);
+  probe.reset();
   arena_.CommitCapture();
   e.launches = 1;
   ++(recapture ? counters_.recaptures : counters_.captures);
   const std::shared_ptr<Graph> graph = e.graph;  // for the dump, after the timing
   const uint64_t graph_number = e.id;
-  const size_t nodes = e.nodes;
+  const size_t nodes = e.direct ? e.direct->nodes() : e.nodes;
   const std::string sig = e.signature.ToString();
   if (flags_.binding != Binding::kStaged) {
     log_.Info("binding", {{"method", name_}, {"call", index}, {"binding", BindingName(e.binding.binding)},

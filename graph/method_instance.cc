@@ -329,7 +329,7 @@ MethodReport MethodInstance::Report() const {
     r.captured_input_shapes.push_back(std::move(shapes));
   }
   if (!cache_.empty()) {
-    r.graph_nodes = cache_.front().nodes;
+    r.graph_nodes = cache_.front().direct ? cache_.front().direct->nodes() : cache_.front().nodes;
     r.binding = cache_.front().binding.binding;
     r.binding_reason = cache_.front().binding.reason;
     r.rebind_sites = cache_.front().rebind_sites;

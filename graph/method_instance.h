@@ -124,11 +124,24 @@ class MethodInstance {
   Status AllocateStaticBuffers(CaptureJob& job, Args inputs, Args outputs);
   StageResult RecordCapture(CaptureJob& job, Args inputs, Args outputs, int64_t index);
   Status AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args inputs, Args outputs);
-  Status AddTailNodes(CaptureJob& job, size_t n_out);
+  Status AddTailNodes(CaptureJob& job, StreamCapture& cap, size_t n_out);
   StageResult EndCapture(CaptureJob& job, StreamCapture& cap, Status failure);
   StageResult FinalizeCapture(CaptureJob& job, bool recapture);
   Status CommitCapture(CaptureJob& job, Args inputs, Args outputs, cudaStream_t stream, int64_t index,
                        bool recapture);
+  // --- direct binding (method_binding.cc). After the capture: the graph's
+  // direct form and the binding chosen (BindingFacts from its scan).
+  void ChooseGraphBinding(CaptureJob& job);
+  // Around the capture's first launch (the staged graph): with several
+  // ranks, all probe or none; then the probe, which poisons the static
+  // buffers, launches the direct form on snapshots of the inputs and
+  // compares. A direct form that differs, or cannot be probed, is dropped
+  // and the graph stays staged, with the reason.
+  std::optional<VerifiedLaunch> BeginProbe(GraphEntry& e, Args inputs, Args outputs, cudaStream_t stream,
+                                           int64_t index);
+  void FinishProbe(GraphEntry& e, VerifiedLaunch* probe, Args outputs, cudaStream_t stream, int64_t index);
+  void StageInstead(GraphEntry& e, std::string why, int64_t index);
+  std::vector<DeviceStateRegion> StateRegions(const GraphEntry& e) const;
   // Frees the capture's memory, votes no, and runs the call eagerly with
   // graphs off (when nothing of the graph ran).
   Status FailCapture(const StageFailure& f, Args inputs, Args outputs, cudaStream_t stream, int64_t index);

@@ -1,0 +1,49 @@
+#include "graph/binding_test_kernels.h"
+
+#include <cub/device/device_reduce.cuh>
+
+namespace encore::testing {
+namespace {
+
+__global__ void StructAffineKernel(AffineArgs a) {
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < a.n) a.out[i] = a.in[i] * a.a;
+}
+
+__global__ void AddFromHalvesKernel(uint32_t lo, uint32_t hi, float* out, int64_t n) {
+  const float* in = reinterpret_cast<const float*>((uint64_t(hi) << 32) | lo);
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] += in[i];
+}
+
+__global__ void ShiftRightKernel(const float* in, float* out, int64_t n) {
+  // One thread, in ascending order, so an in-place call reads what it has
+  // just written.
+  for (int64_t i = 0; i < n; ++i) out[i] = i == 0 ? 0.0f : in[i - 1];
+}
+
+int Blocks(int64_t n) { return static_cast<int>((n + 255) / 256); }
+
+}  // namespace
+
+cudaError_t LaunchStructAffine(AffineArgs args, cudaStream_t s) {
+  StructAffineKernel<<<Blocks(args.n), 256, 0, s>>>(args);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAddFromHalves(const float* in, float* out, int64_t n, cudaStream_t s) {
+  const uint64_t p = reinterpret_cast<uint64_t>(in);
+  AddFromHalvesKernel<<<Blocks(n), 256, 0, s>>>(static_cast<uint32_t>(p), static_cast<uint32_t>(p >> 32), out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchShiftRight(const float* in, float* out, int64_t n, cudaStream_t s) {
+  ShiftRightKernel<<<1, 1, 0, s>>>(in, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t CubSum(const float* in, float* out, int64_t n, void* temp, size_t* temp_bytes, cudaStream_t s) {
+  return cub::DeviceReduce::Sum(temp, *temp_bytes, in, out, static_cast<int>(n), s);
+}
+
+}  // namespace encore::testing

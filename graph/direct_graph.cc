@@ -1,0 +1,365 @@
+#include "graph/direct_graph.h"  // private to graph/
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+
+namespace encore {
+namespace {
+
+uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  uint64_t key = 14695981039346656037ull;
+  auto mix = [&key](const void* p) { key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull; };
+  for (const TensorRef& t : inputs) mix(t.data);
+  for (const TensorRef& t : outputs) mix(t.data);
+  return key;
+}
+
+std::string TensorName(int tensor, size_t num_inputs) {
+  return tensor < static_cast<int>(num_inputs) ? "input " + std::to_string(tensor)
+                                               : "output " + std::to_string(tensor - num_inputs);
+}
+
+// A CUDA failure while building the direct form is a reason to stage, not
+// an error of the call: the staged graph is right either way.
+std::string Unsafe(cudaError_t err, CudaCall call) {
+  (void)cuda().GetLastError();
+  return "the reference scan failed (" + std::string(CudaCallName(call)) + ": " + cudaGetErrorName(err) + ")";
+}
+
+StatusOr<std::vector<cudaGraphNode_t>> Nodes(cudaGraph_t g) {
+  size_t n = 0;
+  ENCORE_CUDA_CALL(GraphGetNodes, g, nullptr, &n);
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0) ENCORE_CUDA_CALL(GraphGetNodes, g, nodes.data(), &n);
+  nodes.resize(n);
+  return nodes;
+}
+
+}  // namespace
+
+bool TensorsOverlap(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> spans;
+  for (auto refs : {inputs, outputs}) {
+    for (const TensorRef& t : refs) {
+      const size_t bytes = t.span_bytes();
+      if (bytes > 0) spans.emplace_back(reinterpret_cast<uintptr_t>(t.data), reinterpret_cast<uintptr_t>(t.data) + bytes);
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].first < spans[i - 1].second) return true;
+  }
+  return false;
+}
+
+DirectGraph::~DirectGraph() = default;
+
+std::unique_ptr<DirectGraph> DirectGraph::Build(const Graph& staged, const StagedNodes& nodes, Args static_inputs,
+                                                Args static_outputs, cudaEvent_t completion) {
+  std::unique_ptr<DirectGraph> d(new DirectGraph());
+  for (auto refs : {static_inputs, static_outputs}) {
+    for (const TensorRef& t : refs) d->ranges_.push_back(Range{reinterpret_cast<uintptr_t>(t.data), t.span_bytes()});
+  }
+  d->num_inputs_ = static_inputs.size();
+  d->referenced_.assign(d->ranges_.size(), false);
+  Status s = d->CloneWithoutStaging(staged, nodes, completion);
+  if (s.ok()) s = d->Scan(d->graph_.get(), /*in_child=*/false);
+  if (!s.ok() && d->unsafe_.empty()) d->unsafe_ = "the reference scan failed (" + std::string(s.message()) + ")";
+  if (d->unsafe_.empty()) d->CheckEveryTensorReferenced(d->num_inputs_);
+  if (StatusOr<size_t> n = d->graph_ ? d->graph_.NodeCount() : StatusOr<size_t>(0); n.ok()) d->nodes_ = *n;
+  return d;
+}
+
+Status DirectGraph::CloneWithoutStaging(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion) {
+  cudaGraph_t clone = nullptr;
+  ENCORE_CUDA_CALL(GraphClone, &clone, staged.get());
+  graph_ = Graph(clone);
+  auto in_clone = [&](cudaGraphNode_t n) -> StatusOr<cudaGraphNode_t> {
+    cudaGraphNode_t c = nullptr;
+    ENCORE_CUDA_CALL(GraphNodeFindInClone, &c, n, clone);
+    return c;
+  };
+  std::vector<cudaGraphNode_t> removed = nodes.tails;
+  removed.push_back(nodes.record);
+  if (nodes.check_sequence == nullptr) removed.insert(removed.end(), nodes.heads.begin(), nodes.heads.end());
+  for (cudaGraphNode_t n : removed) {
+    ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(n));
+    ENCORE_CUDA_CALL(GraphDestroyNode, c);
+  }
+  if (nodes.check_sequence != nullptr) {
+    // The body checks on the device: its heads stay, copying nothing, so a
+    // check still runs after head 0 has bumped the sequence.
+    for (size_t i = 0; i < nodes.heads.size(); ++i) {
+      StageParams p{};
+      p.sequence = i == 0 ? nodes.check_sequence : nullptr;
+      void* args[] = {&p};
+      cudaKernelNodeParams k = nodes.head_launch;
+      k.kernelParams = args;
+      k.extra = nullptr;
+      ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(nodes.heads[i]));
+      ENCORE_CUDA_CALL(GraphKernelNodeSetParams, c, &k);
+    }
+  }
+  std::vector<cudaGraphNode_t> frontier;
+  for (cudaGraphNode_t n : nodes.body_frontier) {
+    if (std::find(removed.begin(), removed.end(), n) != removed.end()) continue;
+    ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(n));
+    frontier.push_back(c);
+  }
+  cudaGraphNode_t record = nullptr;
+  ENCORE_CUDA_CALL(GraphAddEventRecordNode, &record, clone, frontier.data(), frontier.size(), completion);
+  return OkStatus();
+}
+
+Status DirectGraph::Scan(cudaGraph_t g, bool in_child) {
+  ENCORE_ASSIGN_OR_RETURN(std::vector<cudaGraphNode_t> nodes, Nodes(g));
+  for (cudaGraphNode_t n : nodes) {
+    if (!unsafe_.empty()) return OkStatus();
+    cudaGraphNodeType type{};
+    ENCORE_CUDA_CALL(GraphNodeGetType, n, &type);
+    switch (type) {
+      case cudaGraphNodeTypeKernel:
+        ENCORE_RETURN_IF_ERROR(ScanKernel(n, in_child));
+        break;
+      case cudaGraphNodeTypeMemcpy:
+      case cudaGraphNodeTypeMemset:
+        ENCORE_RETURN_IF_ERROR(ScanEndpoints(n, type == cudaGraphNodeTypeMemset, in_child));
+        break;
+      case cudaGraphNodeTypeGraph: {
+        cudaGraph_t child = nullptr;
+        ENCORE_CUDA_CALL(GraphChildGraphNodeGetGraph, n, &child);
+        ENCORE_RETURN_IF_ERROR(Scan(child, /*in_child=*/true));
+        break;
+      }
+      case cudaGraphNodeTypeEmpty:
+      case cudaGraphNodeTypeWaitEvent:
+      case cudaGraphNodeTypeEventRecord:
+      case cudaGraphNodeTypeHost:
+      case cudaGraphNodeTypeMemAlloc:
+      case cudaGraphNodeTypeMemFree:
+        break;  // these name no tensor memory a replay could move
+      default:
+        unsafe_ = "the graph holds a node of type " + std::to_string(static_cast<int>(type)) +
+                  " whose references encore cannot scan";
+        return OkStatus();
+    }
+  }
+  return OkStatus();
+}
+
+Status DirectGraph::ScanKernel(cudaGraphNode_t node, bool in_child) {
+  KernelSite k;
+  k.node = node;
+  if (cudaError_t err = cuda().DriverGraphKernelNodeGetParams(node, &k.params); err != cudaSuccess) {
+    unsafe_ = Unsafe(err, CudaCall::kDriverGraphKernelNodeGetParams);
+    return OkStatus();
+  }
+  if (k.params.extra != nullptr || (k.params.func == nullptr && k.params.kern == nullptr)) {
+    unsafe_ = "a kernel node passes its parameters in a form encore cannot read ('extra')";
+    return OkStatus();
+  }
+  std::vector<size_t> sizes;
+  for (size_t i = 0;; ++i) {
+    size_t offset = 0, size = 0;
+    cudaError_t err = k.params.func != nullptr ? cuda().DriverFuncGetParamInfo(k.params.func, i, &offset, &size)
+                                               : cuda().DriverKernelGetParamInfo(k.params.kern, i, &offset, &size);
+    if (err == cudaErrorInvalidValue) break;  // past the last parameter
+    if (err != cudaSuccess) {
+      unsafe_ = Unsafe(err, k.params.func != nullptr ? CudaCall::kDriverFuncGetParamInfo
+                                                      : CudaCall::kDriverKernelGetParamInfo);
+      return OkStatus();
+    }
+    k.offsets.push_back(offset);
+    sizes.push_back(size);
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) total = std::max(total, k.offsets[i] + sizes[i]);
+  k.args.assign((total + 7) / 8, 0);
+  auto* bytes = reinterpret_cast<unsigned char*>(k.args.data());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::memcpy(bytes + k.offsets[i], k.params.kernelParams[i], sizes[i]);
+    k.arg_ptrs.push_back(bytes + k.offsets[i]);
+  }
+  // A pointer in a parameter (or inside a struct parameter) is 8-byte
+  // aligned in the parameter buffer.
+  for (size_t w = 0; w + 8 <= total; w += 8) {
+    uint64_t delta = 0;
+    const int t = FindTensor(static_cast<uintptr_t>(k.args[w / 8]), &delta);
+    if (t >= 0) k.refs.push_back(WordRef{w, t, delta});
+  }
+  if (k.refs.empty()) return OkStatus();
+  if (in_child) {
+    unsafe_ = "a kernel inside a child graph refers to " + TensorName(k.refs[0].tensor, num_inputs_) +
+              "; nodes of child graphs are not rewritten";
+    return OkStatus();
+  }
+  for (const WordRef& r : k.refs) referenced_[r.tensor] = true;
+  sites_ += static_cast<int64_t>(k.refs.size());
+  kernels_.push_back(std::move(k));
+  return OkStatus();
+}
+
+Status DirectGraph::ScanEndpoints(cudaGraphNode_t node, bool is_memset, bool in_child) {
+  EndpointSite e;
+  e.node = node;
+  e.is_memset = is_memset;
+  if (is_memset) {
+    ENCORE_CUDA_CALL(GraphMemsetNodeGetParams, node, &e.set);
+    e.tensor[1] = FindTensor(reinterpret_cast<uintptr_t>(e.set.dst), &e.delta[1]);
+  } else {
+    ENCORE_CUDA_CALL(GraphMemcpyNodeGetParams, node, &e.copy);
+    if (e.copy.srcArray == nullptr) e.tensor[0] = FindTensor(reinterpret_cast<uintptr_t>(e.copy.srcPtr.ptr), &e.delta[0]);
+    if (e.copy.dstArray == nullptr) e.tensor[1] = FindTensor(reinterpret_cast<uintptr_t>(e.copy.dstPtr.ptr), &e.delta[1]);
+  }
+  if (e.tensor[0] < 0 && e.tensor[1] < 0) return OkStatus();
+  if (in_child) {
+    unsafe_ = std::string("a ") + (is_memset ? "memset" : "memcpy") +
+              " inside a child graph refers to a tensor; nodes of child graphs are not rewritten";
+    return OkStatus();
+  }
+  for (int t : e.tensor) {
+    if (t >= 0) {
+      referenced_[t] = true;
+      ++sites_;
+    }
+  }
+  endpoints_.push_back(e);
+  return OkStatus();
+}
+
+int DirectGraph::FindTensor(uintptr_t w, uint64_t* delta) const {
+  // A tensor's bytes first: one past a tensor's end (an end pointer) can be
+  // the next static buffer's base.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t t = 0; t < ranges_.size(); ++t) {
+      const Range& r = ranges_[t];
+      if (r.bytes > 0 && w >= r.base && w < r.base + r.bytes + pass) {
+        *delta = w - r.base;
+        return static_cast<int>(t);
+      }
+    }
+  }
+  return -1;
+}
+
+void DirectGraph::CheckEveryTensorReferenced(size_t num_inputs) {
+  for (size_t t = 0; t < ranges_.size(); ++t) {
+    if (ranges_[t].bytes > 0 && !referenced_[t]) {
+      unsafe_ = TensorName(static_cast<int>(t), num_inputs) +
+                " is referenced by no kernel parameter, memcpy or memset (the body may reach it through device "
+                "memory, or not use it)";
+      return;
+    }
+  }
+}
+
+int64_t DirectGraph::rewrite_nodes() const { return static_cast<int64_t>(kernels_.size() + endpoints_.size()); }
+
+std::vector<const void*> DirectGraph::StaticAddresses() const {
+  std::vector<const void*> a;
+  for (const Range& r : ranges_) a.push_back(reinterpret_cast<const void*>(r.base));
+  return a;
+}
+
+Status DirectGraph::Instantiate() {
+  ENCORE_ASSIGN_OR_RETURN(GraphExec exec, GraphExec::Instantiate(graph_));
+  variants_.push_back(Variant{std::move(exec), StaticAddresses()});
+  return OkStatus();
+}
+
+bool DirectGraph::Matches(const Variant& v, Args inputs, Args outputs) const {
+  size_t t = 0;
+  for (const TensorRef& r : inputs) {
+    if (v.bound[t++] != r.data) return false;
+  }
+  for (const TensorRef& r : outputs) {
+    if (v.bound[t++] != r.data) return false;
+  }
+  return true;
+}
+
+DirectGraph::Variant& DirectGraph::VariantForNewAddresses(Args inputs, Args outputs, int64_t* new_variants) {
+  // As in ExecCache: an address set seen twice earns its own executable.
+  const uint64_t key = AddressSetKey(inputs, outputs);
+  const bool recurring = std::find(missed_.begin(), missed_.end(), key) != missed_.end();
+  if (recurring && variants_.size() < kMaxVariants) {
+    StatusOr<GraphExec> exec = GraphExec::Instantiate(graph_);
+    if (exec.ok()) {
+      variants_.push_back(Variant{*std::move(exec), StaticAddresses()});
+      ++*new_variants;
+    }
+  } else if (!recurring) {
+    missed_[missed_next_++ % missed_.size()] = key;
+  }
+  return variants_.back();
+}
+
+StatusOr<const GraphExec*> DirectGraph::Bind(Args inputs, Args outputs, int64_t* new_variants) {
+  size_t vi = 0;
+  while (vi < variants_.size() && !Matches(variants_[vi], inputs, outputs)) ++vi;
+  if (vi == variants_.size()) {
+    // Overlapping tensors bound in place could read what the graph wrote;
+    // staging copies first, so the caller gets staging's answer.
+    if (TensorsOverlap(inputs, outputs)) return static_cast<const GraphExec*>(nullptr);
+    Variant& v = VariantForNewAddresses(inputs, outputs, new_variants);
+    ENCORE_RETURN_IF_ERROR(Rewrite(v, inputs, outputs));
+    vi = variants_.size() - 1;
+  }
+  if (vi != 0) std::rotate(variants_.begin(), variants_.begin() + vi, variants_.begin() + vi + 1);
+  return &variants_.front().exec;
+}
+
+Status DirectGraph::Rewrite(Variant& v, Args inputs, Args outputs) {
+  Status s;
+  for (KernelSite& k : kernels_) {
+    if (s.ok()) s = RewriteKernel(v, k, inputs, outputs);
+  }
+  for (EndpointSite& e : endpoints_) {
+    if (s.ok()) s = RewriteEndpoints(v, e, inputs, outputs);
+  }
+  for (size_t t = 0; t < v.bound.size(); ++t) {
+    // After a failure, nothing is trusted: the next call rewrites every node.
+    v.bound[t] = s.ok() ? Address(static_cast<int>(t), inputs, outputs) : nullptr;
+  }
+  return s;
+}
+
+Status DirectGraph::RewriteKernel(const Variant& v, KernelSite& k, Args inputs, Args outputs) {
+  bool moved = false;
+  for (const WordRef& r : k.refs) moved |= v.bound[r.tensor] != Address(r.tensor, inputs, outputs);
+  if (!moved) return OkStatus();
+  // Every word of the node, not only the moved ones: the parameter buffer
+  // last held another executable's addresses.
+  for (const WordRef& r : k.refs) {
+    k.args[r.offset / 8] = reinterpret_cast<uintptr_t>(Address(r.tensor, inputs, outputs)) + r.delta;
+  }
+  CUDA_KERNEL_NODE_PARAMS p = k.params;
+  p.kernelParams = k.arg_ptrs.data();
+  p.extra = nullptr;
+  ENCORE_CUDA_CALL(DriverGraphExecKernelNodeSetParams, v.exec.get(), k.node, &p);
+  return OkStatus();
+}
+
+Status DirectGraph::RewriteEndpoints(const Variant& v, EndpointSite& e, Args inputs, Args outputs) {
+  bool moved = false;
+  for (int t : e.tensor) moved |= t >= 0 && v.bound[t] != Address(t, inputs, outputs);
+  if (!moved) return OkStatus();
+  auto at = [&](int i) {
+    return static_cast<char*>(const_cast<void*>(Address(e.tensor[i], inputs, outputs))) + e.delta[i];
+  };
+  if (e.is_memset) {
+    e.set.dst = at(1);
+    ENCORE_CUDA_CALL(GraphExecMemsetNodeSetParams, v.exec.get(), e.node, &e.set);
+    return OkStatus();
+  }
+  if (e.tensor[0] >= 0) e.copy.srcPtr.ptr = at(0);
+  if (e.tensor[1] >= 0) e.copy.dstPtr.ptr = at(1);
+  ENCORE_CUDA_CALL(GraphExecMemcpyNodeSetParams, v.exec.get(), e.node, &e.copy);
+  return OkStatus();
+}
+
+}  // namespace encore

@@ -1,0 +1,145 @@
+// Direct binding for MethodInstance (MethodFlags::binding): after a capture,
+// the graph's direct form and the binding chosen for it; around the
+// capture's first launch, the probe that proves the direct form before any
+// replay trusts it.
+//
+// The probe: the staged graph's launch gives the call its result. Then the
+// device state that launch changed (listed constants, shims' generator
+// offsets, the check sequence) is put back, encore's static buffers and the
+// probe's outputs are poisoned, and the direct form runs on snapshots of the
+// inputs. A reference the scan missed (a pointer kept in device memory, or
+// split into halves) reads poison or writes where the probe does not look,
+// so its outputs differ, and the graph stays staged. The state is then left
+// as the staged launch left it: the call's effects are applied once.
+#include <string>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+#include "graph/capture_job.h"      // private to graph/
+#include "graph/method_instance.h"  // private to graph/
+
+namespace encore {
+
+namespace {
+
+constexpr int kPoison = 0xFF;  // NaN in every float type, -1 in every signed integer
+
+}  // namespace
+
+std::vector<DeviceStateRegion> MethodInstance::StateRegions(const GraphEntry& e) const {
+  std::vector<DeviceStateRegion> regions;
+  if (constants_) {
+    for (const Constant& c : *constants_) {
+      if (c.bytes > 0) regions.push_back({const_cast<void*>(c.data), c.bytes, "constant '" + c.name + "'"});
+    }
+  }
+  regions.insert(regions.end(), e.device_states.begin(), e.device_states.end());
+  if (checks_.sequence() != nullptr) {
+    regions.push_back({checks_.sequence(), sizeof(unsigned long long), "device-check sequence"});
+  }
+  return regions;
+}
+
+void MethodInstance::StageInstead(GraphEntry& e, std::string why, int64_t index) {
+  e.direct.reset();
+  e.rebind_sites = 0;
+  e.binding = BindingChoice{Binding::kStaged,
+                            "binding=" + std::string(BindingName(flags_.binding)) + ": staged, because " + why};
+  log_.Info("binding_probe", {{"method", name_}, {"call", index}, {"result", "staged"}, {"reason", why}});
+}
+
+void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
+  GraphEntry& e = *job.entry;
+  BindingFacts facts;
+  facts.scan_available = true;
+  std::unique_ptr<DirectGraph> direct;
+  if (flags_.binding == Binding::kStaged) {
+    // Nothing to scan.
+  } else if (!flags_.copy_outputs) {
+    facts.unsafe_reason = "copy_outputs=false: the caller reads the graph's own output buffers";
+  } else if (!constants_) {
+    facts.unsafe_reason =
+        "the method cannot list its constants, and the capture's probe runs the graph twice, which would apply "
+        "its writes to them twice; list them (an empty list is fine) to bind directly";
+  } else {
+    StagedNodes& n = job.staged;
+    if (checks_.graph_checks() > job.checks_before && checks_.sequence() != nullptr && !e.template_heads.empty()) {
+      n.check_sequence = checks_.sequence();
+      n.head_launch = e.template_heads.front().launch;
+    }
+    direct = DirectGraph::Build(*e.graph, n, e.static_inputs, e.static_outputs, last_launch_event_.get());
+    facts.unsafe_reason = direct->unsafe_reason();
+    facts.rewrite_nodes = direct->rewrite_nodes();
+  }
+  e.binding = ChooseBinding(flags_.binding, facts);
+  if (e.binding.binding != Binding::kDirect) return;
+  if (Status s = direct->Instantiate(); !s.ok()) {
+    e.binding = BindingChoice{Binding::kStaged, "binding=" + std::string(BindingName(flags_.binding)) +
+                                                    ": staged, because the direct form did not instantiate (" +
+                                                    std::string(s.message()) + ")"};
+    return;
+  }
+  ++counters_.instantiations;
+  e.rebind_sites = direct->sites();
+  e.direct = std::move(direct);
+}
+
+std::optional<VerifiedLaunch> MethodInstance::BeginProbe(GraphEntry& e, Args inputs, Args outputs,
+                                                         cudaStream_t stream, int64_t index) {
+  if (flags_.binding == Binding::kStaged) return std::nullopt;
+  if (votes_.several_ranks()) {
+    // The probe launches the graph, and so its collectives, once more: every
+    // rank probes or none does.
+    std::string veto = votes_.Vote(e.direct ? std::string() : "this rank stages the graph", "binding probe");
+    if (!veto.empty() && e.direct) StageInstead(e, "another rank cannot probe (" + veto + ")", index);
+  }
+  if (!e.direct) return std::nullopt;
+  StatusOr<VerifiedLaunch> p = VerifiedLaunch::Begin(inputs, outputs, StateRegions(e), stream);
+  if (!p.ok()) {
+    StageInstead(e, "the probe could not start (" + std::string(p.status().message()) + ")", index);
+    return std::nullopt;
+  }
+  return *std::move(p);
+}
+
+void MethodInstance::FinishProbe(GraphEntry& e, VerifiedLaunch* probe, Args outputs, cudaStream_t stream,
+                                 int64_t index) {
+  if (probe == nullptr || !e.direct) return;
+  if (Status s = probe->Rewind(stream); !s.ok()) {
+    StageInstead(e, "the probe could not rewind the device state (" + std::string(s.message()) + ")", index);
+    return;
+  }
+  std::string why;
+  Status s;
+  for (auto refs : {Args(e.static_inputs), Args(e.static_outputs), probe->eager_outputs()}) {
+    for (const TensorRef& t : refs) {
+      if (!s.ok() || t.span_bytes() == 0) continue;
+      if (cudaError_t err = cuda().MemsetAsync(t.data, kPoison, t.span_bytes(), stream); err != cudaSuccess) {
+        s = CudaStatus(err, CudaCallName(CudaCall::kMemsetAsync));
+      }
+    }
+  }
+  int64_t unused = 0;
+  StatusOr<const GraphExec*> exec = s.ok() ? e.direct->Bind(probe->eager_inputs(), probe->eager_outputs(), &unused)
+                                           : StatusOr<const GraphExec*>(s);
+  if (exec.ok() && *exec != nullptr) s = (*exec)->Launch(stream);
+  if (!exec.ok()) s = exec.status();
+  if (s.ok()) {
+    StatusOr<std::string> diff = probe->Compare(outputs, flags_.verify_tolerance, stream);
+    if (!diff.ok()) s = diff.status();
+    if (diff.ok() && !diff->empty()) {
+      why = "the probe found a reference the scan could not see: with encore's buffers poisoned, the direct form "
+            "differs from the staged graph (" + *diff + "; graph = staged, eager = direct)";
+    }
+  } else {
+    (void)cuda().GetLastError();
+  }
+  if (!s.ok()) why = "the probe failed (" + std::string(s.message()) + ")";
+  // The state as the staged launch left it, whatever the probe did.
+  if (Status kept = probe->KeepGraphResult(stream); !kept.ok() && why.empty()) {
+    why = "the probe could not restore the device state (" + std::string(kept.message()) + ")";
+  }
+  if (!why.empty()) StageInstead(e, std::move(why), index);
+}
+
+}  // namespace encore
