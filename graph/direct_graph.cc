@@ -65,6 +65,7 @@ std::unique_ptr<DirectGraph> DirectGraph::Build(const Graph& staged, const Stage
     for (const TensorRef& t : refs) d->ranges_.push_back(Range{reinterpret_cast<uintptr_t>(t.data), t.span_bytes()});
   }
   d->num_inputs_ = static_inputs.size();
+  d->bumps_sequence_ = nodes.check_sequence != nullptr;
   d->referenced_.assign(d->ranges_.size(), false);
   Status s = d->CloneWithoutStaging(staged, nodes, completion);
   if (s.ok()) s = d->Scan(d->graph_.get(), /*in_child=*/false);
@@ -299,9 +300,11 @@ DirectGraph::Variant& DirectGraph::VariantForNewAddresses(Args inputs, Args outp
 }
 
 StatusOr<const GraphExec*> DirectGraph::Bind(Args inputs, Args outputs, int64_t* new_variants) {
+  ++binds_;
   size_t vi = 0;
   while (vi < variants_.size() && !Matches(variants_[vi], inputs, outputs)) ++vi;
   if (vi == variants_.size()) {
+    ++rewrites_;
     // Overlapping tensors bound in place could read what the graph wrote;
     // staging copies first, so the caller gets staging's answer.
     if (TensorsOverlap(inputs, outputs)) return static_cast<const GraphExec*>(nullptr);

@@ -66,6 +66,11 @@ class DirectGraph {
   // Nodes a replay rewrites when every caller address moves.
   int64_t rewrite_nodes() const;
   size_t nodes() const { return nodes_; }
+  // Whether a launch bumps the device-check sequence (the body checks).
+  bool bumps_sequence() const { return bumps_sequence_; }
+  // Bind calls, and those that rewrote nodes.
+  int64_t binds() const { return binds_; }
+  int64_t rewrites() const { return rewrites_; }
   const Graph& graph() const { return graph_; }
 
   // The first executable, bound to the static buffers.
@@ -136,6 +141,9 @@ class DirectGraph {
   std::vector<EndpointSite> endpoints_;
   int64_t sites_ = 0;
   size_t nodes_ = 0;
+  bool bumps_sequence_ = false;
+  int64_t binds_ = 0;
+  int64_t rewrites_ = 0;
   std::vector<Variant> variants_;  // most recently used first
   std::array<uint64_t, 16> missed_{};
   size_t missed_next_ = 0;

@@ -98,15 +98,15 @@ ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const Te
   return g.variants.back();
 }
 
-StatusOr<const GraphExec*> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> inputs,
-                                           std::span<const TensorRef> outputs, int64_t* new_variants) {
+StatusOr<BoundExec> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> inputs,
+                                    std::span<const TensorRef> outputs, int64_t* new_variants) {
   if (g.direct) {
     StatusOr<const GraphExec*> direct = g.direct->Bind(inputs, outputs, new_variants);
     if (!direct.ok()) {
       return Status(direct.status().code(), "method '" + *method_ + "': " + std::string(direct.status().message()) +
                                                 "; direct binding not updated, nothing launched");
     }
-    if (*direct != nullptr) return direct;
+    if (*direct != nullptr) return BoundExec{*direct, g.direct->bumps_sequence()};
   }
   size_t vi = 0;
   while (vi < g.variants.size() && !VariantMatches(g.variants[vi], inputs, outputs)) ++vi;
@@ -116,7 +116,7 @@ StatusOr<const GraphExec*> ExecCache::Bind(GraphEntry& g, std::span<const Tensor
     vi = g.variants.size() - 1;
   }
   if (vi != 0) std::rotate(g.variants.begin(), g.variants.begin() + vi, g.variants.begin() + vi + 1);
-  return &g.variants.front().exec;
+  return BoundExec{&g.variants.front().exec, true};
 }
 
 bool ExecCache::AdoptLruExecutable(GraphEntry& entry) {

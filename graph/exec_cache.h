@@ -71,6 +71,17 @@ struct GraphEntry {
   // The direct form (binding=direct), or null: replays launch its
   // executables, and `variants` only when the caller's tensors overlap.
   std::unique_ptr<DirectGraph> direct;
+  // binding=auto chose direct for a graph whose replays may rewrite many
+  // nodes: re-judged once its replays show whether addresses recur.
+  bool auto_rejudge = false;
+};
+
+// What a replay launches: the executable, and whether it bumps the
+// device-check sequence (every staged graph does; a direct one only when its
+// body calls Call::Check).
+struct BoundExec {
+  const GraphExec* exec = nullptr;
+  bool bumps_sequence = true;
 };
 
 class ExecCache {
@@ -96,8 +107,8 @@ class ExecCache {
   // The executable of `g` to launch for these caller addresses, its head
   // nodes rewritten where an address moved; makes a new variant for an
   // address set seen twice (counted in *new_variants).
-  StatusOr<const GraphExec*> Bind(GraphEntry& g, std::span<const TensorRef> inputs,
-                                  std::span<const TensorRef> outputs, int64_t* new_variants);
+  StatusOr<BoundExec> Bind(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                           int64_t* new_variants);
 
   // Moves the least recently used graph's executable into `entry`, updated
   // in place to run entry's graph, and drops that graph. False (nothing

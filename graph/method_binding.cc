@@ -34,7 +34,7 @@ std::vector<DeviceStateRegion> MethodInstance::StateRegions(const GraphEntry& e)
     }
   }
   regions.insert(regions.end(), e.device_states.begin(), e.device_states.end());
-  if (checks_.sequence() != nullptr) {
+  if (checks_.sequence() != nullptr && e.direct && e.direct->bumps_sequence()) {
     regions.push_back({checks_.sequence(), sizeof(unsigned long long), "device-check sequence"});
   }
   return regions;
@@ -70,6 +70,9 @@ void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
     direct = DirectGraph::Build(*e.graph, n, e.static_inputs, e.static_outputs, last_launch_event_.get());
     facts.unsafe_reason = direct->unsafe_reason();
     facts.rewrite_nodes = direct->rewrite_nodes();
+    // Unknown until replays show it: assumed, and judged again then.
+    facts.addresses_recur = true;
+    e.auto_rejudge = flags_.binding == Binding::kAuto && facts.rewrite_nodes > kAutoMaxRewriteNodes;
   }
   e.binding = ChooseBinding(flags_.binding, facts);
   if (e.binding.binding != Binding::kDirect) return;
@@ -140,6 +143,24 @@ void MethodInstance::FinishProbe(GraphEntry& e, VerifiedLaunch* probe, Args outp
     why = "the probe could not restore the device state (" + std::string(kept.message()) + ")";
   }
   if (!why.empty()) StageInstead(e, std::move(why), index);
+}
+
+void MethodInstance::RejudgeAutoBinding(GraphEntry& g, int64_t index) {
+  if (g.direct && g.direct->binds() < kAutoRejudgeAfter) return;
+  g.auto_rejudge = false;
+  if (!g.direct) return;
+  BindingFacts facts;
+  facts.scan_available = true;
+  facts.rewrite_nodes = g.direct->rewrite_nodes();
+  facts.addresses_recur = AddressesRecur(g.direct->binds(), g.direct->rewrites());
+  BindingChoice c = ChooseBinding(Binding::kAuto, facts);
+  if (c.binding == Binding::kDirect) return;
+  c.reason += " (" + std::to_string(g.direct->rewrites()) + " of its first " + std::to_string(g.direct->binds()) +
+              " replays had new addresses)";
+  g.direct.reset();
+  g.rebind_sites = 0;
+  g.binding = std::move(c);
+  log_.Info("binding", {{"method", name_}, {"call", index}, {"binding", "staged"}, {"reason", g.binding.reason}});
 }
 
 }  // namespace encore

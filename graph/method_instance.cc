@@ -252,10 +252,10 @@ Status MethodInstance::JoinLastLaunch(cudaStream_t stream) {
   return OkStatus();
 }
 
-Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index) {
+Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence) {
   ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
   ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
-  checks_.RecordLaunch(index);
+  if (bumps_sequence) checks_.RecordLaunch(index);
   has_launched_ = true;
   last_launch_stream_ = stream;
   return OkStatus();
@@ -263,13 +263,14 @@ Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, i
 
 Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
   NvtxScope range(nvtx_, NvtxRange::kReplay);  // one load and a branch without a profiler
-  ENCORE_ASSIGN_OR_RETURN(const GraphExec* exec, cache_.Bind(g, inputs, outputs, &counters_.exec_variants));
+  if (g.auto_rejudge) RejudgeAutoBinding(g, index);
+  ENCORE_ASSIGN_OR_RETURN(BoundExec bound, cache_.Bind(g, inputs, outputs, &counters_.exec_variants));
   // Two integer tests on an unverified replay; no CUDA call.
   const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
   std::optional<VerifiedLaunch> v;
   if (verify) v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
-  ENCORE_RETURN_IF_ERROR(LaunchGraph(*exec, stream, index));
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence));
   ++g.launches;
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});

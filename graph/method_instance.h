@@ -80,7 +80,12 @@ class MethodInstance {
   Status RejectReentry(std::string_view what) const;
   Status Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index);
   Status JoinLastLaunch(cudaStream_t stream);
-  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index);
+  // `bumps_sequence`: the graph's launch bumps the device-check sequence,
+  // so the launch ring records it.
+  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence = true);
+  // binding=auto's second look at a direct graph once its replays show
+  // whether the caller's addresses recur (policy/binding_policy.h).
+  void RejudgeAutoBinding(GraphEntry& g, int64_t index);
   Status WaitForLastLaunch();
 
   // --- verification (method_verify.cc), only on launches VerifiesLaunch

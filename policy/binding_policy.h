@@ -34,6 +34,14 @@ struct BindingFacts {
 // H200, against two staging nodes' launch and GPU time).
 inline constexpr int64_t kAutoMaxRewriteNodes = 16;
 
+// binding=auto cannot know at capture whether the caller's addresses will
+// recur, so it binds directly and judges again after this many replays.
+inline constexpr int64_t kAutoRejudgeAfter = 64;
+
+// Whether the caller's address sets recur: at most one replay in four had
+// to rewrite the graph.
+inline bool AddressesRecur(int64_t replays, int64_t rewrites) { return rewrites * 4 <= replays; }
+
 struct BindingChoice {
   Binding binding = Binding::kStaged;  // kStaged or kDirect, never kAuto
   std::string reason;                  // why, for the report and the log

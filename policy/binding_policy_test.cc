@@ -47,5 +47,12 @@ TEST(BindingPolicyTest, AutoStagesManyRewritesWithoutRecurringAddresses) {
   EXPECT_EQ(ChooseBinding(Binding::kAuto, f).binding, Binding::kDirect);
 }
 
+TEST(BindingPolicyTest, AddressesRecurWhenFewReplaysRewrite) {
+  EXPECT_TRUE(AddressesRecur(kAutoRejudgeAfter, 4));    // four buffers, rotated: four misses then hits
+  EXPECT_TRUE(AddressesRecur(64, 16));
+  EXPECT_FALSE(AddressesRecur(64, 17));
+  EXPECT_FALSE(AddressesRecur(64, 64));  // fresh buffers every call
+}
+
 }  // namespace
 }  // namespace encore
