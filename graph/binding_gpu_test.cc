@@ -121,8 +121,13 @@ TEST_F(BindingGpuTest, AutoStagesAManyNodeGraphOnceItsAddressesProveNotToRecur) 
   // `fresh` gets new buffers every call; `rotated` cycles through two.
   DeviceBuffer<float> rin[2] = {DeviceBuffer<float>(kN), DeviceBuffer<float>(kN)};
   DeviceBuffer<float> rout[2] = {DeviceBuffer<float>(kN), DeviceBuffer<float>(kN)};
+  // Kept alive, so no two calls of `fresh` get the same addresses.
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> keep;
   for (int call = 0; call < kAutoRejudgeAfter + 8; ++call) {
-    DeviceBuffer<float> in(kN), out(kN);
+    keep.push_back(std::make_unique<DeviceBuffer<float>>(kN));
+    DeviceBuffer<float>& in = *keep.back();
+    keep.push_back(std::make_unique<DeviceBuffer<float>>(kN));
+    DeviceBuffer<float>& out = *keep.back();
     in.Fill(float(call));
     rin[call % 2].Fill(float(call));
     for (auto [m, i_buf, o_buf] : {std::tuple{fresh, &in, &out}, std::tuple{rotated, &rin[call % 2], &rout[call % 2]}}) {
@@ -311,10 +316,10 @@ TEST_F(BindingGpuTest, CubAndPhiloxBindDirectlyAndVerify) {
 }
 
 TEST_F(BindingGpuTest, AFailedRewriteIsAnErrorAndTheNextCallIsRight) {
+  DeviceBuffer<float> in(kN), out(kN);  // before RunMoving's, so the addresses differ
   Method* m = Register("fault", Binding::kDirect, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
   RunMoving(m, 1, Times2);
   ASSERT_EQ(m->Report().binding, Binding::kDirect);
-  DeviceBuffer<float> in(kN), out(kN);
   in.Fill(5.0f);
   out.Fill(-1.0f);
   TensorRef i{in.get(), DType::kFloat32, {kN}, {}}, o{out.get(), DType::kFloat32, {kN}, {}};

@@ -10,7 +10,9 @@ __global__ void StructAffineKernel(AffineArgs a) {
   if (i < a.n) a.out[i] = a.in[i] * a.a;
 }
 
-__global__ void AddFromHalvesKernel(uint32_t lo, uint32_t hi, float* out, int64_t n) {
+// High half first: in little-endian order the pair (lo, hi) would make one
+// 8-byte word that holds the pointer, which the scan finds.
+__global__ void AddFromHalvesKernel(uint32_t hi, uint32_t lo, float* out, int64_t n) {
   const float* in = reinterpret_cast<const float*>((uint64_t(hi) << 32) | lo);
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (i < n) out[i] += in[i];
@@ -33,7 +35,7 @@ cudaError_t LaunchStructAffine(AffineArgs args, cudaStream_t s) {
 
 cudaError_t LaunchAddFromHalves(const float* in, float* out, int64_t n, cudaStream_t s) {
   const uint64_t p = reinterpret_cast<uint64_t>(in);
-  AddFromHalvesKernel<<<Blocks(n), 256, 0, s>>>(static_cast<uint32_t>(p), static_cast<uint32_t>(p >> 32), out, n);
+  AddFromHalvesKernel<<<Blocks(n), 256, 0, s>>>(static_cast<uint32_t>(p >> 32), static_cast<uint32_t>(p), out, n);
   return cudaGetLastError();
 }
 

@@ -6,6 +6,7 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "encore/policy/binding_policy.h"
 
 namespace encore {
 namespace {
@@ -287,7 +288,7 @@ DirectGraph::Variant& DirectGraph::VariantForNewAddresses(Args inputs, Args outp
   // As in ExecCache: an address set seen twice earns its own executable.
   const uint64_t key = AddressSetKey(inputs, outputs);
   const bool recurring = std::find(missed_.begin(), missed_.end(), key) != missed_.end();
-  if (recurring && variants_.size() < kMaxVariants) {
+  if (recurring && variants_.size() < MaxExecVariants(nodes_)) {
     StatusOr<GraphExec> exec = GraphExec::Instantiate(graph_);
     if (exec.ok()) {
       variants_.push_back(Variant{*std::move(exec), StaticAddresses()});

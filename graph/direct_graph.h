@@ -46,7 +46,6 @@ struct StagedNodes {
 
 class DirectGraph {
  public:
-  static constexpr size_t kMaxVariants = 8;
   using Args = std::span<const TensorRef>;
 
   // Clones `staged` without its staging nodes, adds a completion record of

@@ -84,7 +84,7 @@ ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const Te
   // reuses the least recently used executable with one rewrite per head node.
   const uint64_t key = AddressSetKey(inputs, outputs);
   const bool recurring = std::find(g.missed.begin(), g.missed.end(), key) != g.missed.end();
-  if (recurring && g.variants.size() < kMaxVariants) {
+  if (recurring && g.variants.size() < MaxExecVariants(g.nodes)) {
     StatusOr<GraphExec> exec = GraphExec::Instantiate(*g.graph);
     if (exec.ok()) {
       g.variants.push_back(ExecVariant{*std::move(exec), g.graph, g.template_heads});

@@ -1,7 +1,8 @@
 // ExecCache: a method instance's captured graphs and their executables, in
-// least-recently-used order. Each graph keeps up to kMaxVariants executables,
-// each staged for one set of caller addresses, so callers that cycle through
-// a few buffers replay with no parameter rewrite at all. Internal to graph/.
+// least-recently-used order. Each graph keeps up to MaxExecVariants(nodes)
+// executables (policy/binding_policy.h), each staged or bound for one set of
+// caller addresses, so callers that cycle through a few buffers replay small
+// graphs with no parameter rewrite at all. Internal to graph/.
 #ifndef ENCORE_GRAPH_EXEC_CACHE_H_
 #define ENCORE_GRAPH_EXEC_CACHE_H_
 
@@ -86,8 +87,6 @@ struct BoundExec {
 
 class ExecCache {
  public:
-  static constexpr size_t kMaxVariants = 8;
-
   // `arena` frees a graph's memory when the cache drops it; `log` and
   // `method` name the method in what the cache logs and returns.
   ExecCache(GraphArena* arena, const EventLog* log, const std::string* method)

@@ -5,6 +5,7 @@
 #ifndef ENCORE_POLICY_BINDING_POLICY_H_
 #define ENCORE_POLICY_BINDING_POLICY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -41,6 +42,18 @@ inline constexpr int64_t kAutoRejudgeAfter = 64;
 // Whether the caller's address sets recur: at most one replay in four had
 // to rewrite the graph.
 inline bool AddressesRecur(int64_t replays, int64_t rewrites) { return rewrites * 4 <= replays; }
+
+// Executables kept per graph for recurring caller address sets. On an
+// H200, launching a different executable of a big graph each call costs GPU
+// time (4 executables taking turns: about 0.25 µs per node at 128 and 512
+// kernel nodes, nothing measurable at 32; bench/RESULTS.md), so a big graph
+// keeps one executable and rewrites it instead.
+inline constexpr size_t kVariantNodeBudget = 256;
+inline constexpr size_t kMaxExecVariants = 8;
+inline size_t MaxExecVariants(size_t nodes) {
+  const size_t n = kVariantNodeBudget / (nodes == 0 ? 1 : nodes);
+  return n < 1 ? 1 : n > kMaxExecVariants ? kMaxExecVariants : n;
+}
 
 struct BindingChoice {
   Binding binding = Binding::kStaged;  // kStaged or kDirect, never kAuto

@@ -47,6 +47,15 @@ TEST(BindingPolicyTest, AutoStagesManyRewritesWithoutRecurringAddresses) {
   EXPECT_EQ(ChooseBinding(Binding::kAuto, f).binding, Binding::kDirect);
 }
 
+TEST(BindingPolicyTest, BigGraphsKeepOneExecutable) {
+  EXPECT_EQ(MaxExecVariants(0), kMaxExecVariants);
+  EXPECT_EQ(MaxExecVariants(2), kMaxExecVariants);
+  EXPECT_EQ(MaxExecVariants(33), 7u);
+  EXPECT_EQ(MaxExecVariants(128), 2u);
+  EXPECT_EQ(MaxExecVariants(129), 1u);
+  EXPECT_EQ(MaxExecVariants(100000), 1u);
+}
+
 TEST(BindingPolicyTest, AddressesRecurWhenFewReplaysRewrite) {
   EXPECT_TRUE(AddressesRecur(kAutoRejudgeAfter, 4));    // four buffers, rotated: four misses then hits
   EXPECT_TRUE(AddressesRecur(64, 16));
