@@ -5,7 +5,7 @@ One process per visible GPU (torch.multiprocessing.spawn, NCCL over
 tcp://127.0.0.1). The work of one call, for (K, N) with K even, on rank r:
   y = x * (r + 1); K/2 - 1 times y.add_(1); dist.all_reduce(y) (sum);
   K/2 times y.add_(1)
-for (K, N) in {(2, 4096), (16, 4096), (16, 1M)}, with the caller's x and y
+for (K, N) in {2, 16} x {4096, 1M}, with the caller's x and y
 rotating between 2 tensors each:
   eager          the work on the caller's tensors
   replay+copy    static_x.copy_(x); g.replay(); y.copy_(static_y)
@@ -34,7 +34,7 @@ import time
 
 from bench_common import measure, write_json
 
-CONFIGS = [(2, 4096), (16, 4096), (16, 1 << 20)]
+CONFIGS = [(2, 4096), (2, 1 << 20), (16, 4096), (16, 1 << 20)]
 VARIANTS = ["eager", "replay_copy", "replay"]
 WARMUP = 20
 

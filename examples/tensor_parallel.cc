@@ -5,7 +5,13 @@
 // their collectives out of step. With one GPU it runs one rank on a
 // single-rank communicator.
 //
-//   bazel run //examples:tensor_parallel [-- --refuse-on RANK]
+// Verification (--verify N, or ENCORE_METHOD_FLAGS=tp_layer:verify=N)
+// checks the capture launch and the next N replays against eager runs on
+// every rank; --perturb-on RANK makes that rank's captured graph add 1.5
+// instead of 1, so its check fails, and every rank must then run eagerly
+// with right results (the mismatch is voted on).
+//
+//   bazel run //examples:tensor_parallel [-- --refuse-on RANK] [--verify N] [--perturb-on RANK]
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -28,6 +34,12 @@ namespace {
 constexpr int64_t kN = 4096;
 constexpr int kCalls = 200;
 
+struct Options {
+  int refuse_on = -1;   // this rank refuses its capture
+  int perturb_on = -1;  // this rank's graph computes a wrong bias
+  int verify = 0;       // MethodFlags::verify of tp_layer
+};
+
 struct RankOutcome {
   int wrong = 0;
   double eager_us = 0, graph_us = 0;
@@ -35,7 +47,7 @@ struct RankOutcome {
 };
 
 // y = all_reduce_sum(x * (rank + 1)) + 1, where every rank's x is the same.
-RankOutcome RunRank(ncclComm_t comm, int rank, int ranks, int refuse_on) {
+RankOutcome RunRank(ncclComm_t comm, int rank, int ranks, const Options& opt) {
   EX_CUDA(cudaSetDevice(rank));
   RankOutcome out;
   auto consensus = EX_OK(encore::NcclConsensus::Create(comm, std::chrono::seconds(30)));
@@ -48,9 +60,10 @@ RankOutcome RunRank(ncclComm_t comm, int rank, int ranks, int refuse_on) {
     spec.constants = std::vector<encore::Constant>{};
     encore::MethodFlags flags;
     flags.graphs = graphs;
+    if (graphs) flags.verify = opt.verify;
     spec.flags = flags;
-    spec.fn = [comm, rank, refuse_on](encore::Call& call) -> encore::Status {
-      if (rank == refuse_on && call.kind() == encore::CallKind::kCapture) {
+    spec.fn = [comm, rank, opt](encore::Call& call) -> encore::Status {
+      if (rank == opt.refuse_on && call.kind() == encore::CallKind::kCapture) {
         return encore::CaptureRefusal("rank " + std::to_string(rank) + " refuses its capture (--refuse-on)");
       }
       float* y = static_cast<float*>(call.output(0).data);
@@ -60,7 +73,9 @@ RankOutcome RunRank(ncclComm_t comm, int rank, int ranks, int refuse_on) {
       if (ncclAllReduce(y, y, kN, ncclFloat, ncclSum, comm, call.stream()) != ncclSuccess) {
         return encore::InternalError("ncclAllReduce failed");
       }
-      return encore::CudaStatus(encore::testing::LaunchAffine(y, y, 1.0f, 1.0f, kN, call.stream()), "bias");
+      // A wrong graph on one rank, for verification to catch.
+      const float bias = rank == opt.perturb_on && call.kind() == encore::CallKind::kCapture ? 1.5f : 1.0f;
+      return encore::CudaStatus(encore::testing::LaunchAffine(y, y, 1.0f, bias, kN, call.stream()), "bias");
     };
     return EX_OK(manager->Register(std::move(spec)));
   };
@@ -106,14 +121,27 @@ RankOutcome RunRank(ncclComm_t comm, int rank, int ranks, int refuse_on) {
 
 int main(int argc, char** argv) {
   if (int rc = ex::RequireGpu("tensor_parallel")) return rc;
-  int refuse_on = -1;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--refuse-on") == 0) refuse_on = std::atoi(argv[i + 1]);
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (has_value && std::strcmp(argv[i], "--refuse-on") == 0) {
+      opt.refuse_on = std::atoi(argv[++i]);
+    } else if (has_value && std::strcmp(argv[i], "--perturb-on") == 0) {
+      opt.perturb_on = std::atoi(argv[++i]);
+    } else if (has_value && std::strcmp(argv[i], "--verify") == 0) {
+      opt.verify = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: tensor_parallel [--refuse-on RANK] [--verify N] [--perturb-on RANK]\n");
+      return 2;
+    }
   }
   int ranks = 0;
   EX_CUDA(cudaGetDeviceCount(&ranks));
-  std::printf("tensor_parallel: %d rank(s), one per GPU%s\n", ranks,
-              refuse_on >= 0 ? (", rank " + std::to_string(refuse_on) + " refuses its capture").c_str() : "");
+  const char* env_flags = std::getenv("ENCORE_METHOD_FLAGS");
+  std::printf("tensor_parallel: %d rank(s), one per GPU%s%s; --verify %d, ENCORE_METHOD_FLAGS='%s'\n", ranks,
+              opt.refuse_on >= 0 ? (", rank " + std::to_string(opt.refuse_on) + " refuses its capture").c_str() : "",
+              opt.perturb_on >= 0 ? (", rank " + std::to_string(opt.perturb_on) + "'s graph adds 1.5").c_str() : "",
+              opt.verify, env_flags ? env_flags : "");
   std::vector<int> devices(ranks);
   for (int r = 0; r < ranks; ++r) devices[r] = r;
   std::vector<ncclComm_t> comms(ranks);
@@ -123,27 +151,50 @@ int main(int argc, char** argv) {
   }
   std::vector<RankOutcome> outcomes(ranks);
   std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { outcomes[r] = RunRank(comms[r], r, ranks, refuse_on); });
+  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { outcomes[r] = RunRank(comms[r], r, ranks, opt); });
   for (auto& t : threads) t.join();
   for (ncclComm_t c : comms) ncclCommDestroy(c);
 
+  const bool refused = opt.refuse_on >= 0 && opt.refuse_on < ranks;
+  const bool perturbed = opt.perturb_on >= 0 && opt.perturb_on < ranks;
+  const bool expect_graph = !refused && !perturbed;
   bool ok = true;
-  const bool expect_graph = refuse_on < 0 || refuse_on >= ranks;
   for (int r = 0; r < ranks; ++r) {
     const RankOutcome& o = outcomes[r];
+    const encore::MethodReport& rep = o.report;
     std::printf("rank %d: %d/%d calls equal to the reference; per call (incl. copies and sync) eager %.1f us, "
-                "encore %.1f us; phase %s, captures %lld, replays %lld%s%s\n",
+                "encore %.1f us; phase %s, captures %lld, replays %lld, verify=%d: verified %lld, failed %lld%s%s\n",
                 r, 4 * kCalls - o.wrong, 4 * kCalls, o.eager_us, o.graph_us,
-                std::string(encore::MethodPhaseName(o.report.phase)).c_str(),
-                static_cast<long long>(o.report.captures), static_cast<long long>(o.report.replays),
-                o.report.graphs_off_reason.empty() ? "" : "; graphs off: ", o.report.graphs_off_reason.c_str());
+                std::string(encore::MethodPhaseName(rep.phase)).c_str(), static_cast<long long>(rep.captures),
+                static_cast<long long>(rep.replays), rep.flags.verify, static_cast<long long>(rep.verified_launches),
+                static_cast<long long>(rep.verify_failures), rep.graphs_off_reason.empty() ? "" : "; graphs off: ",
+                rep.graphs_off_reason.c_str());
     ok &= o.wrong == 0;
-    ok &= expect_graph ? o.report.captures == 1 : (o.report.captures == 0 && o.report.phase == encore::MethodPhase::kEager);
+    // The capture launch and the next `verify` launches are checked.
+    const int64_t to_verify = rep.flags.verify > 0 ? rep.flags.verify + 1 : 0;
+    if (perturbed && to_verify == 0) {
+      std::fprintf(stderr, "FAILED: --perturb-on needs verification (--verify N or ENCORE_METHOD_FLAGS=tp_layer:verify=N)\n");
+      return 2;
+    }
+    if (expect_graph) {
+      ok &= rep.captures == 1 && rep.phase == encore::MethodPhase::kReplay;
+      ok &= rep.verified_launches == to_verify && rep.verify_failures == 0;
+    } else if (perturbed) {
+      // Captured, then the first launch's check failed on one rank and its
+      // vote turned graphs off on all.
+      ok &= rep.captures == 1 && rep.phase == encore::MethodPhase::kEager && rep.replays == 0;
+      ok &= rep.verified_launches == 1 && rep.verify_failures == (r == opt.perturb_on ? 1 : 0);
+      ok &= rep.graphs_off_reason.rfind("verify: ", 0) == 0;
+    } else {
+      ok &= rep.captures == 0 && rep.phase == encore::MethodPhase::kEager;
+    }
   }
   if (!ok) {
     std::fprintf(stderr, "FAILED: a rank computed a wrong value or the ranks did not agree\n");
     return 1;
   }
-  std::printf("ok: every rank %s\n", expect_graph ? "replayed its graph" : "ran eagerly, as agreed");
+  std::printf("ok: every rank %s\n", expect_graph ? "replayed its graph"
+                                     : perturbed  ? "ran eagerly after one rank's check failed, with right results"
+                                                  : "ran eagerly, as agreed");
   return 0;
 }

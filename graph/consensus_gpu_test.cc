@@ -165,6 +165,91 @@ TEST(ConsensusGpuTest, RanksWithDifferentFlagsRunEagerlyFromTheFirstCall) {
       << res[1].report.graphs_off_reason;
 }
 
+// ---- A vote that fails
+
+// Rank 0 votes on its capture while rank 1 has stopped calling: the vote
+// times out. That call and every later one return the error without
+// running the body (whose collectives could never pair again), on rank 1
+// too once it calls again (the group is broken: its vote fails at once).
+TEST(ConsensusGpuTest, AFailedVoteIsAnErrorOnEveryRankAndTheBodyRunsNoMore) {
+  ENCORE_REQUIRE_GPU();
+  ThreadConsensus tc(2, std::chrono::milliseconds(500));
+  struct Rank {
+    std::unique_ptr<Manager> mgr;
+    Method* m = nullptr;
+    std::atomic<int> bodies{0};
+    std::vector<Status> statuses;
+    std::vector<float> first_out;  // out[0] after each call
+  } ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    ManagerOptions o;
+    o.consensus = tc.Rank(r);
+    o.logger = std::make_shared<spdlog::logger>("quiet");
+    auto mgr = Manager::Create(o);
+    ASSERT_TRUE(mgr.ok()) << mgr.status();
+    ranks[r].mgr = *std::move(mgr);
+    MethodSpec spec;
+    spec.name = "tp";
+    spec.constants = std::vector<Constant>{};
+    MethodFlags f;
+    f.warmup_calls = 1;
+    spec.flags = f;
+    std::atomic<int>* bodies = &ranks[r].bodies;
+    spec.fn = [bodies](Call& c) {
+      ++*bodies;
+      return testing::AffineCall(c, 2.0f, 1.0f);
+    };
+    auto m = ranks[r].mgr->Register(spec);
+    ASSERT_TRUE(m.ok()) << m.status();
+    ranks[r].m = *m;
+  }
+  std::latch rank0_done(1);
+  auto run = [&](int r) {
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    DeviceBuffer<float> in(kN), out(kN);
+    std::vector<float> h(kN, 1.0f);
+    for (int call = 0; call < 3; ++call) {
+      if (r == 1 && call == 1) rank0_done.wait();  // rank 1 stops calling for a while
+      cudaMemcpyAsync(in.get(), h.data(), kN * 4, cudaMemcpyHostToDevice, s);
+      cudaMemsetAsync(out.get(), 0, kN * 4, s);
+      TensorRef ti{in.get(), DType::kFloat32, {kN}, {}}, to{out.get(), DType::kFloat32, {kN}, {}};
+      ranks[r].statuses.push_back(ranks[r].m->Run({&ti, 1}, {&to, 1}, s));
+      float first = -1;
+      cudaMemcpyAsync(&first, out.get(), 4, cudaMemcpyDeviceToHost, s);
+      cudaStreamSynchronize(s);
+      ranks[r].first_out.push_back(first);
+    }
+    if (r == 0) rank0_done.count_down();
+    cudaStreamDestroy(s);
+  };
+  std::thread t1(run, 1);
+  run(0);
+  t1.join();
+  for (int r = 0; r < 2; ++r) {
+    const auto& st = ranks[r].statuses;
+    ASSERT_EQ(st.size(), 3u);
+    EXPECT_TRUE(st[0].ok()) << r << ": " << st[0];
+    EXPECT_EQ(ranks[r].first_out[0], 3.0f) << r;
+    EXPECT_EQ(ranks[r].bodies.load(), 1) << r << ": the body ran after the failed vote";
+    for (int call = 1; call < 3; ++call) {
+      EXPECT_EQ(st[call].code(), r == 0 ? StatusCode::kDeadlineExceeded : StatusCode::kFailedPrecondition)
+          << r << " call " << call << ": " << st[call];
+      EXPECT_EQ(ranks[r].first_out[call], 0.0f) << r << " call " << call;
+    }
+    EXPECT_EQ(st[1].message(), st[2].message()) << r;
+    EXPECT_NE(st[1].message().find("'tp' does not run: its vote on the capture failed"), std::string_view::npos)
+        << st[1];
+    MethodReport rep = ranks[r].m->Report();
+    EXPECT_EQ(rep.phase, MethodPhase::kEager) << r;
+    EXPECT_EQ(rep.captures, 0) << r;
+    EXPECT_NE(rep.graphs_off_reason.find("could not vote on the capture of 'tp'"), std::string::npos)
+        << rep.graphs_off_reason;
+  }
+  EXPECT_NE(ranks[0].statuses[1].message().find("timed out after 500 ms"), std::string_view::npos)
+      << ranks[0].statuses[1];
+}
+
 // ---- Two methods voting at once
 
 struct MethodRun {

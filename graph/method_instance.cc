@@ -107,10 +107,14 @@ Status MethodInstance::Dispatch(Args inputs, Args outputs, cudaStream_t stream) 
   if (votes_.several_ranks() && !votes_.flags_compared()) {
     if (std::string why = votes_.CompareFlags(flags_); !why.empty()) TurnGraphsOff(std::move(why), counters_.calls);
   }
+  // After a failed vote the ranks are out of step: the body's collectives
+  // would never pair, so no call runs it.
+  ENCORE_RETURN_IF_ERROR(votes_.failure());
   ENCORE_RETURN_IF_ERROR(ValidateArgs(inputs, outputs));
   const size_t match = cache_.Find(inputs, outputs);
   const Action action =
       VetoCapture(Decide(DecisionInput{&flags_, graphs_off_, warmups_done_, !cache_.empty(), match < cache_.size()}));
+  ENCORE_RETURN_IF_ERROR(votes_.failure());
   if (action == Action::kRefuse) return Refuse(inputs, outputs);
   const int64_t index = ++counters_.calls;
   switch (action) {
@@ -186,6 +190,8 @@ Status MethodInstance::InvokeFn(Call& call) {
 }
 
 Status MethodInstance::RunEager(Args inputs, Args outputs, cudaStream_t stream, CallKind kind, int64_t index) {
+  // The eager fallback after a failed first-launch vote lands here.
+  ENCORE_RETURN_IF_ERROR(votes_.failure());
   Call call(this, stream, inputs, outputs, kind, index);
   Status s = InvokeFn(call);
   Status freed = NameMethod(name_, arena_.EndEagerCall(stream));

@@ -50,7 +50,9 @@ Status MethodInstance::FinishVerify(VerifiedLaunch* v, Args outputs, cudaStream_
     if (!veto.empty() && veto.rfind("verify:", 0) != 0) veto = "verify: " + veto;
   }
   if (!veto.empty()) TurnGraphsOff(std::move(veto), index);
-  return OkStatus();
+  // This call's result is right, but a failed vote leaves the ranks out of
+  // step: say so now rather than at the next call.
+  return votes_.failure();
 }
 
 StatusOr<std::string> MethodInstance::CheckLaunch(VerifiedLaunch& v, Args outputs, cudaStream_t stream,

@@ -10,6 +10,7 @@ std::string MethodVotes::CompareFlags(const MethodFlags& flags) {
   StatusOr<bool> same = consensus_->AllEqual(DecisionFlagsFingerprint(flags), "flags of '" + name + "'");
   if (!same.ok()) {
     log_->Error("vote_failed", {{"method", name}, {"what", "flags"}, {"error", same.status().message()}});
+    NoteFailure(same.status(), "flags");
     return "the ranks could not compare the flags of '" + name + "': " + std::string(same.status().message());
   }
   if (!*same) {
@@ -28,6 +29,7 @@ std::string MethodVotes::Vote(std::string veto, std::string_view what) {
   StatusOr<bool> agreed = consensus_->AllAgree(veto.empty(), decision);
   if (!agreed.ok()) {
     log_->Error("vote_failed", {{"method", name}, {"what", what}, {"error", agreed.status().message()}});
+    NoteFailure(agreed.status(), what);
     return veto.empty() ? "the ranks could not vote on the " + decision + ": " + std::string(agreed.status().message())
                         : veto;
   }
@@ -35,6 +37,15 @@ std::string MethodVotes::Vote(std::string veto, std::string_view what) {
                       {"agreed", *agreed}});
   if (*agreed || !veto.empty()) return veto;
   return "another rank voted against the " + decision;
+}
+
+void MethodVotes::NoteFailure(const Status& s, std::string_view what) {
+  if (!failure_.ok()) return;
+  const std::string& name = *method_;
+  failure_ = Status(s.code(), "'" + name + "' does not run: its vote on the " + std::string(what) +
+                                  " failed, so the ranks are out of step and its collectives could not pair (" +
+                                  std::string(s.message()) +
+                                  "); every later call fails too: make the Manager again, and a communicator NcclConsensus aborted");
 }
 
 }  // namespace encore

@@ -1,7 +1,8 @@
 // MethodVotes: one method's votes across ranks, so that every rank captures
 // a method together or none does. Each decision is one RankConsensus
-// collective; a failed vote counts as a "no". Internal; the method's owner
-// serializes calls.
+// collective. A vote that fails (timed out, paired with another decision's,
+// NCCL failed) counts as a "no" and leaves failure() set for good: the ranks
+// are out of step. Internal; the method's owner serializes calls.
 #ifndef ENCORE_POLICY_METHOD_VOTES_H_
 #define ENCORE_POLICY_METHOD_VOTES_H_
 
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "encore/core/log.h"
+#include "encore/core/status.h"
 #include "encore/policy/method_flags.h"
 #include "encore/policy/rank_consensus.h"
 
@@ -34,11 +36,21 @@ class MethodVotes {
   // no, or a failed vote; empty when all agree.
   std::string Vote(std::string veto, std::string_view what);
 
+  // OK until a vote fails; then why the method must not run its body again,
+  // with the consensus's code (kDeadlineExceeded for a timeout): the ranks
+  // are out of step, so the body's collectives could never pair (a hang on
+  // the GPU), and NcclConsensus has aborted the communicator they use.
+  const Status& failure() const { return failure_; }
+
  private:
+  // Keeps the first failed vote's status, worded for the method's caller.
+  void NoteFailure(const Status& s, std::string_view what);
+
   const std::string* const method_;
   const std::shared_ptr<RankConsensus> consensus_;
   const EventLog* const log_;
   bool flags_compared_ = false;
+  Status failure_;
 };
 
 }  // namespace encore

@@ -34,7 +34,7 @@ StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> valu
   const std::string who = "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
   ENCORE_RETURN_IF_ERROR(CheckValueCount(values.size(), who, what));
   std::lock_guard<std::mutex> lock(mu_);
-  if (aborted_) return FailedPreconditionError(who + ": an earlier vote timed out and aborted the communicator");
+  if (aborted_) return FailedPreconditionError(who + ": an earlier vote failed and aborted the communicator");
   const uint64_t tag = VoteTag(what);
   AppendTag(values, tag);
   const size_t n = values.size();
@@ -55,20 +55,25 @@ StatusOr<std::vector<uint64_t>> NcclConsensus::AllMin(std::vector<uint64_t> valu
     if (q != cudaErrorNotReady) return CudaStatus(q, "cudaStreamQuery (vote)");
     ncclResult_t async = ncclSuccess;
     if (ncclCommGetAsyncError(comm_, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
-      return NcclStatus(async, "NCCL communicator (vote)");
+      return Abort(InternalError(who + ": vote on " + std::string(what) + ": NCCL reports " +
+                                 ncclGetErrorString(async) + "; the communicator was aborted"));
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      aborted_ = true;
-      (void)ncclCommAbort(comm_);
-      return Status(StatusCode::kDeadlineExceeded, who + ": vote on " + std::string(what) + " did not complete in " +
-                                                       std::to_string(timeout_.count()) +
-                                                       " ms; the communicator was aborted");
+      return Abort(Status(StatusCode::kDeadlineExceeded, who + ": vote on " + std::string(what) +
+                                                             " did not complete in " +
+                                                             std::to_string(timeout_.count()) +
+                                                             " ms; the communicator was aborted"));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   std::vector<uint64_t> min(host_vote, host_vote + n);
   ENCORE_RETURN_IF_ERROR(CheckTag(min, tag, who, what));
   return min;
+}
+
+Status NcclConsensus::Abort(Status why) {
+  if (!aborted_.exchange(true, std::memory_order_acq_rel)) (void)ncclCommAbort(comm_);
+  return why;
 }
 
 }  // namespace encore

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -27,17 +28,26 @@ class NcclConsensus : public RankConsensus {
  public:
   // `comm` stays the caller's and must outlive this object. Must be called
   // with the communicator's device current. A vote that has not completed
-  // after `timeout` aborts the communicator (ncclCommAbort: the ranks are out
-  // of step and its collectives could never complete) and is an error.
+  // after `timeout`, or that NCCL reports an asynchronous error for, aborts
+  // the communicator (ncclCommAbort: the ranks are out of step and its
+  // collectives could never complete; the vote's own all-reduce would spin
+  // on the GPU for good) and is an error. ncclCommAbort frees the
+  // communicator: once aborted() is true the caller must neither use nor
+  // destroy `comm`. The methods that voted return the error from Run
+  // instead of running their bodies (MethodVotes::failure).
   static StatusOr<std::shared_ptr<NcclConsensus>> Create(ncclComm_t comm, std::chrono::milliseconds timeout);
   ~NcclConsensus() override = default;
 
   StatusOr<std::vector<uint64_t>> AllMin(std::vector<uint64_t> values, std::string_view what) override;
   int rank() const override { return rank_; }
+  // Whether a failed vote aborted (and so freed) the communicator.
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   int size() const override { return size_; }
 
  private:
   NcclConsensus() = default;
+  // Aborts the communicator (once) and returns `why`. Called with mu_ held.
+  Status Abort(Status why);
 
   ncclComm_t comm_ = nullptr;
   int rank_ = 0;
@@ -49,7 +59,8 @@ class NcclConsensus : public RankConsensus {
   std::mutex mu_;
   DeviceMemory device_vote_;    // kMaxValues + kTagValues uint64_t
   PinnedHostMemory host_vote_;  // kMaxValues + kTagValues uint64_t
-  bool aborted_ = false;
+  // Set under mu_, read by aborted() without it.
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace encore
