@@ -95,7 +95,11 @@ TEST(CheckGpuTest, RecordModeInReplayedGraphReportsNextCallAndContextSurvives) {
   EXPECT_EQ(r.captures, 1);
   EXPECT_EQ(r.replays, 3);
   EXPECT_EQ(r.check_failures, 1);
-  EXPECT_EQ(r.graph_nodes, 6u);  // stage in, all-positive, check, affine, stage out, completion record
+  // Bound directly; the staging head stays, copying nothing, to bump the
+  // check sequence that named call 4: head, all-positive, check, affine,
+  // completion record.
+  EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
+  EXPECT_EQ(r.graph_nodes, 5u);
   auto ev = env.logs.Find("check_failed", "method", "probs");
   ASSERT_TRUE(ev.has_value());
   EXPECT_EQ(ev->field("call"), "4");
@@ -142,7 +146,10 @@ TEST(CheckGpuTest, OffModeLaunchesNothing) {
   ASSERT_TRUE(env.Run(true).ok());
   ASSERT_TRUE(env.Run(true).ok());
   EXPECT_TRUE(env.m->Synchronize(env.s).ok());
-  EXPECT_EQ(env.m->Report().graph_nodes, 5u);  // no check node
+  // Bound directly, and no check node, so no staging head either:
+  // all-positive, affine, completion record.
+  EXPECT_EQ(env.m->Report().binding, Binding::kDirect) << env.m->Report().binding_reason;
+  EXPECT_EQ(env.m->Report().graph_nodes, 3u);
   EXPECT_EQ(env.m->Report().check_failures, 0);
 }
 

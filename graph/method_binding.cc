@@ -76,15 +76,19 @@ void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
   }
   e.binding = ChooseBinding(flags_.binding, facts);
   if (e.binding.binding != Binding::kDirect) return;
-  if (Status s = direct->Instantiate(); !s.ok()) {
-    e.binding = BindingChoice{Binding::kStaged, "binding=" + std::string(BindingName(flags_.binding)) +
-                                                    ": staged, because the direct form did not instantiate (" +
-                                                    std::string(s.message()) + ")"};
+  e.rebind_sites = direct->sites();
+  e.direct = std::move(direct);
+}
+
+void MethodInstance::InstantiateDirect(GraphEntry& e, int64_t index) {
+  if (!e.direct) return;
+  // After the staged executable: the capture stands on that one, and a
+  // direct form that does not instantiate only costs its speed.
+  if (Status s = e.direct->Instantiate(); !s.ok()) {
+    StageInstead(e, "the direct form did not instantiate (" + std::string(s.message()) + ")", index);
     return;
   }
   ++counters_.instantiations;
-  e.rebind_sites = direct->sites();
-  e.direct = std::move(direct);
 }
 
 std::optional<VerifiedLaunch> MethodInstance::BeginProbe(GraphEntry& e, Args inputs, Args outputs,

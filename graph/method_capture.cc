@@ -245,6 +245,7 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
     if (cache_.AdoptLruExecutable(e)) {
       job.updated_in_place = true;
       ++counters_.updates_in_place;
+      InstantiateDirect(e, counters_.calls);
       return std::nullopt;
     }
   }
@@ -253,6 +254,7 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
   if (!exec.ok()) return Failed(CaptureStage::kInstantiate, exec.status());
   ++counters_.instantiations;
   e.variants.push_back(ExecVariant{*std::move(exec), e.graph, e.template_heads});
+  InstantiateDirect(e, counters_.calls);
   return std::nullopt;
 }
 

@@ -137,6 +137,8 @@ class MethodInstance {
   // --- direct binding (method_binding.cc). After the capture: the graph's
   // direct form and the binding chosen (BindingFacts from its scan).
   void ChooseGraphBinding(CaptureJob& job);
+  // The direct form's first executable, after the staged one.
+  void InstantiateDirect(GraphEntry& e, int64_t index);
   // Around the capture's first launch (the staged graph): with several
   // ranks, all probe or none; then the probe, which poisons the static
   // buffers, launches the direct form on snapshots of the inputs and
