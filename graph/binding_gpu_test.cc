@@ -347,5 +347,19 @@ TEST_F(BindingGpuTest, AFailedScanStagesWithTheCallNamed) {
   EXPECT_NE(r.binding_reason.find("cuGraphKernelNodeGetParams"), std::string::npos) << r.binding_reason;
 }
 
+TEST_F(BindingGpuTest, AParameterListCutShortByAFailureIsNotTakenForTheEnd) {
+  // cuFuncGetParamInfo says "invalid value" past the last parameter; one
+  // failing that way mid-list must stage the graph, not bind a kernel with
+  // fewer arguments than it takes (which crashed the driver at the rewrite).
+  CudaFaultInjector inject;
+  inject.FailNth(CudaCall::kDriverFuncGetParamInfo, 2, cudaErrorInvalidValue);
+  Method* m = Register("cut", Binding::kDirect, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
+  RunMoving(m, 3, Times2);
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.binding, Binding::kStaged);
+  EXPECT_NE(r.binding_reason.find("cuFuncGetParamInfo: cudaErrorInvalidValue"), std::string::npos)
+      << r.binding_reason;
+}
+
 }  // namespace
 }  // namespace encore

@@ -57,7 +57,8 @@ bool TensorsOverlap(std::span<const TensorRef> inputs, std::span<const TensorRef
   return false;
 }
 
-DirectGraph::~DirectGraph() = default;
+DirectGraph::~DirectGraph() {
+}
 
 std::unique_ptr<DirectGraph> DirectGraph::Build(const Graph& staged, const StagedNodes& nodes, Args static_inputs,
                                                 Args static_outputs, cudaEvent_t completion) {
@@ -165,11 +166,17 @@ Status DirectGraph::ScanKernel(cudaGraphNode_t node, bool in_child) {
     return OkStatus();
   }
   std::vector<size_t> sizes;
+  auto param_info = [&k](size_t i, size_t* offset, size_t* size) {
+    return k.params.func != nullptr ? cuda().DriverFuncGetParamInfo(k.params.func, i, offset, size)
+                                    : cuda().DriverKernelGetParamInfo(k.params.kern, i, offset, size);
+  };
   for (size_t i = 0;; ++i) {
     size_t offset = 0, size = 0;
-    cudaError_t err = k.params.func != nullptr ? cuda().DriverFuncGetParamInfo(k.params.func, i, &offset, &size)
-                                               : cuda().DriverKernelGetParamInfo(k.params.kern, i, &offset, &size);
-    if (err == cudaErrorInvalidValue) break;  // past the last parameter
+    cudaError_t err = param_info(i, &offset, &size);
+    // An invalid value past the last parameter ends the list; asked again,
+    // the driver says the same. A list cut short would make a rewrite pass
+    // the driver fewer arguments than the kernel takes.
+    if (err == cudaErrorInvalidValue && param_info(i, &offset, &size) == cudaErrorInvalidValue) break;
     if (err != cudaSuccess) {
       unsafe_ = Unsafe(err, k.params.func != nullptr ? CudaCall::kDriverFuncGetParamInfo
                                                       : CudaCall::kDriverKernelGetParamInfo);
@@ -234,15 +241,14 @@ Status DirectGraph::ScanEndpoints(cudaGraphNode_t node, bool is_memset, bool in_
 }
 
 int DirectGraph::FindTensor(uintptr_t w, uint64_t* delta) const {
-  // A tensor's bytes first: one past a tensor's end (an end pointer) can be
-  // the next static buffer's base.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (size_t t = 0; t < ranges_.size(); ++t) {
-      const Range& r = ranges_[t];
-      if (r.bytes > 0 && w >= r.base && w < r.base + r.bytes + pass) {
-        *delta = w - r.base;
-        return static_cast<int>(t);
-      }
+  // Inside a tensor's bytes only: one past a tensor's end is often the next
+  // allocation's base (another static buffer, the body's scratch), and an
+  // end pointer left unbound is caught by the probe.
+  for (size_t t = 0; t < ranges_.size(); ++t) {
+    const Range& r = ranges_[t];
+    if (r.bytes > 0 && w >= r.base && w < r.base + r.bytes) {
+      *delta = w - r.base;
+      return static_cast<int>(t);
     }
   }
   return -1;

@@ -117,8 +117,7 @@ class DirectGraph {
   Status Scan(cudaGraph_t g, bool in_child);
   Status ScanKernel(cudaGraphNode_t node, bool in_child);
   Status ScanEndpoints(cudaGraphNode_t node, bool is_memset, bool in_child);
-  // The tensor whose span holds address `w`, else the one it is one past
-  // the end of, or -1.
+  // The tensor whose bytes hold address `w`, or -1.
   int FindTensor(uintptr_t w, uint64_t* delta) const;
   void CheckEveryTensorReferenced(size_t num_inputs);
   const void* Address(int tensor, Args inputs, Args outputs) const {
