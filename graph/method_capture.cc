@@ -26,8 +26,15 @@ struct MethodInstance::CaptureJob {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::unique_ptr<GraphEntry> entry = std::make_unique<GraphEntry>();
   cudaStream_t stream = nullptr;  // the stream the capture records
-  // Where head nodes tell tail nodes the caller's output addresses.
+  // The tensors the graph is captured for: the call's, or under
+  // on_new_shape=pad the call's seen at its bucket's batch.
+  Args graph_inputs;
+  Args graph_outputs;
+  bool padded = false;
+  // Where head nodes tell tail nodes the caller's output addresses, and
+  // how many bytes of each to copy out.
   void** out_table = nullptr;
+  uint64_t* out_bytes = nullptr;
   std::optional<Graph> graph;
   bool updated_in_place = false;
 };
@@ -51,9 +58,12 @@ bool IsLegacyDefault(cudaStream_t s) {
 }  // namespace
 
 Status MethodInstance::CaptureAndLaunch(Args inputs, Args outputs, cudaStream_t stream, int64_t index,
-                                        bool recapture) {
+                                        bool recapture, const PaddedArgs* padded) {
   NvtxScope range(nvtx_, NvtxRange::kCapture);
   CaptureJob job;
+  job.graph_inputs = padded ? padded->inputs : inputs;
+  job.graph_outputs = padded ? padded->outputs : outputs;
+  job.padded = padded != nullptr;
   SetPhase(MethodPhase::kCapture, index);
   StageResult failed = PrepareCapture(job, inputs, outputs, stream);
   if (!failed) failed = RecordCapture(job, inputs, outputs, index);
@@ -65,11 +75,9 @@ Status MethodInstance::CaptureAndLaunch(Args inputs, Args outputs, cudaStream_t 
 Status MethodInstance::AllocateStaticBuffers(CaptureJob& job, Args inputs, Args outputs) {
   GraphEntry& e = *job.entry;
   // Static buffers plus the method's peak eager scratch, so the capture
-  // itself rarely has to allocate.
-  size_t static_bytes = 0;
-  for (const TensorSignature& t : e.signature.inputs()) static_bytes += t.span_bytes + GraphArena::kAlignment;
-  for (const TensorSignature& t : e.signature.outputs()) static_bytes += t.span_bytes + GraphArena::kAlignment;
-  ENCORE_RETURN_IF_ERROR(arena_.BeginCapture(e.id, static_bytes + arena_.eager_peak_bytes()));
+  // itself rarely has to allocate (CaptureReserveBytes: the budget's
+  // estimate uses the same sum).
+  ENCORE_RETURN_IF_ERROR(arena_.BeginCapture(e.id, CaptureReserveBytes(inputs, outputs)));
   for (const auto& [refs, out] : {std::pair{inputs, &e.static_inputs}, std::pair{outputs, &e.static_outputs}}) {
     for (const TensorRef& t : refs) {
       TensorRef s = t;
@@ -78,8 +86,9 @@ Status MethodInstance::AllocateStaticBuffers(CaptureJob& job, Args inputs, Args 
     }
   }
   if (flags_.copy_outputs && !outputs.empty()) {
-    ENCORE_ASSIGN_OR_RETURN(void* table, arena_.AllocateCapture(outputs.size() * sizeof(void*)));
+    ENCORE_ASSIGN_OR_RETURN(void* table, arena_.AllocateCapture(outputs.size() * (sizeof(void*) + sizeof(uint64_t))));
     job.out_table = static_cast<void**>(table);
+    job.out_bytes = reinterpret_cast<uint64_t*>(job.out_table + outputs.size());
   }
   return OkStatus();
 }
@@ -95,8 +104,10 @@ MethodInstance::StageResult MethodInstance::PrepareCapture(CaptureJob& job, Args
                                    {"detail", "pending before the capture began; not caused by encore, cleared"}});
   }
   job.entry->id = ++next_capture_id_;
-  job.entry->signature = CallSignature::Of(inputs, outputs);
-  if (Status s = AllocateStaticBuffers(job, inputs, outputs); !s.ok()) return Failed(CaptureStage::kBegin, s);
+  job.entry->signature = CallSignature::Of(job.graph_inputs, job.graph_outputs);
+  if (Status s = AllocateStaticBuffers(job, job.graph_inputs, job.graph_outputs); !s.ok()) {
+    return Failed(CaptureStage::kBegin, s);
+  }
   if (!last_launch_event_) {
     StatusOr<Event> e = Event::Create();
     if (!e.ok()) return Failed(CaptureStage::kBegin, e.status());
@@ -155,15 +166,22 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
     p.count = static_cast<int>(std::min(kChunk, n_in - std::min(n_in, h.first)));
     p.publish_count = static_cast<int>(std::min(kChunk, n_out - std::min(n_out, h.first)));
     p.table = job.out_table;
+    p.bytes_table = job.out_bytes;
     p.table_base = static_cast<int>(h.first);
     p.sequence = c == 0 ? checks_.sequence() : nullptr;
     uint64_t max_bytes = 0;
     for (int k = 0; k < p.count; ++k) {
+      // The call's bytes (its b rows under pad), and zeros up to the
+      // bucket's; the grid covers the bucket's.
       const TensorRef& st = e.static_inputs[h.first + k];
-      p.copies[k] = StageCopy{inputs[h.first + k].data, st.data, st.span_bytes()};
-      max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
+      const TensorRef& in = inputs[h.first + k];
+      p.copies[k] = StageCopy{in.data, st.data, in.span_bytes(), st.span_bytes() - in.span_bytes()};
+      max_bytes = std::max<uint64_t>(max_bytes, st.span_bytes());
     }
-    for (int k = 0; k < p.publish_count; ++k) p.publish[k] = outputs[h.first + k].data;
+    for (int k = 0; k < p.publish_count; ++k) {
+      p.publish[k] = outputs[h.first + k].data;
+      p.publish_bytes[k] = outputs[h.first + k].span_bytes();
+    }
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);
     if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch", Quoted(name_));
     StatusOr<cudaGraphNode_t> node = cap.LastNode();
@@ -180,12 +198,13 @@ Status MethodInstance::AddTailNodes(CaptureJob& job, size_t n_out) {
     StageParams p{};
     p.count = static_cast<int>(std::min(kChunk, n_out - first));
     p.table = job.out_table;
+    p.bytes_table = job.out_bytes;
     p.table_base = static_cast<int>(first);
     p.is_tail = 1;
     uint64_t max_bytes = 0;
     for (int k = 0; k < p.count; ++k) {
       const TensorRef& st = job.entry->static_outputs[first + k];
-      p.copies[k] = StageCopy{st.data, nullptr, st.span_bytes()};
+      p.copies[k] = StageCopy{st.data, nullptr, st.span_bytes(), 0};
       max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
     }
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);
@@ -234,12 +253,12 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
   }
   // No reference scan yet (BindingFacts{}): every graph is staged, and the
   // report and log say which check made it so.
-  e.binding = ChooseBinding(flags_.binding, BindingFacts{});
+  e.binding = job.padded ? PaddedBinding() : ChooseBinding(flags_.binding, BindingFacts{});
   e.graph = std::make_shared<Graph>(*std::move(job.graph));
   // Under kRecapture with the cache full, update the least recently used
   // graph's executable in place when CUDA accepts it: cheaper than a new
   // instantiation.
-  if (recapture && static_cast<int>(cache_.size()) >= flags_.max_graphs) {
+  if (recapture && static_cast<int>(cache_.size()) >= GraphCap()) {
     NvtxScope range(nvtx_, NvtxRange::kCaptureUpdate);
     if (cache_.AdoptLruExecutable(e)) {
       job.updated_in_place = true;
@@ -288,7 +307,7 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
     log_.Info("binding", {{"method", name_}, {"call", index}, {"binding", BindingName(e.binding.binding)},
                           {"reason", e.binding.reason}});
   }
-  cache_.Insert(std::move(job.entry), flags_.max_graphs);
+  cache_.Insert(std::move(job.entry), GraphCap());
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
   counters_.last_capture_us = CaptureMicros(us);
   counters_.capture_us += counters_.last_capture_us;

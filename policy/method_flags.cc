@@ -191,6 +191,13 @@ Status ValidateMethodFlags(const MethodFlags& f, std::string_view what) {
     return InvalidArgumentError(std::string(what) + ": verify_tolerance is " + std::to_string(f.verify_tolerance) +
                                 ", must be finite and >= 0");
   }
+  if (f.on_new_shape == ShapePolicy::kPad && (f.verify | f.verify_every) != 0 && !f.copy_outputs) {
+    // A padded graph's static outputs hold the bucket's rows, an eager
+    // re-run only the call's: there is nothing like for like to compare.
+    return InvalidArgumentError(std::string(what) +
+                                ": verify with on_new_shape=pad needs copy_outputs=on (the static outputs hold the "
+                                "bucket's rows, an eager run only the call's)");
+  }
   for (size_t i = 0; i < f.buckets.size(); ++i) {
     if (f.buckets[i] < 1 || (i > 0 && f.buckets[i] <= f.buckets[i - 1])) {
       return InvalidArgumentError(std::string(what) + ": buckets are " + BucketsText(f.buckets) +

@@ -118,6 +118,13 @@ TEST(MethodFlagsTest, BucketsMustBePositiveAndAscending) {
   EXPECT_EQ(ValidateMethodFlags(f, "m").code(), StatusCode::kInvalidArgument);
   f.buckets = {8, 4};
   EXPECT_EQ(ValidateMethodFlags(f, "m").code(), StatusCode::kInvalidArgument);
+  f.buckets = {};
+  f.verify = 1;
+  EXPECT_TRUE(ValidateMethodFlags(f, "m").ok());
+  f.copy_outputs = false;
+  EXPECT_EQ(ValidateMethodFlags(f, "method 'm'").message(),
+            "method 'm': verify with on_new_shape=pad needs copy_outputs=on (the static outputs hold the bucket's "
+            "rows, an eager run only the call's)");
 }
 
 TEST(FlagsTextTest, UnknownMethodsAreListedNotRejected) {
