@@ -12,13 +12,13 @@
 namespace encore {
 
 size_t MethodInstance::CaptureReserveBytes(Args graph_inputs, Args graph_outputs) const {
-  // Static buffers, the output table, and the method's peak eager scratch.
+  // Static buffers, the output table, a padded graph's words, and the
+  // method's peak eager scratch.
   size_t bytes = arena_.eager_peak_bytes();
   for (const TensorRef& t : graph_inputs) bytes += t.span_bytes() + GraphArena::kAlignment;
   for (const TensorRef& t : graph_outputs) bytes += t.span_bytes() + GraphArena::kAlignment;
-  if (flags_.copy_outputs && !graph_outputs.empty()) {
-    bytes += graph_outputs.size() * (sizeof(void*) + sizeof(uint64_t)) + GraphArena::kAlignment;
-  }
+  if (flags_.copy_outputs && !graph_outputs.empty()) bytes += graph_outputs.size() * sizeof(void*) + GraphArena::kAlignment;
+  if (pad_) bytes += (graph_outputs.size() + 1) * sizeof(uint64_t) + GraphArena::kAlignment;
   return bytes;
 }
 

@@ -31,10 +31,12 @@ struct MethodInstance::CaptureJob {
   Args graph_inputs;
   Args graph_outputs;
   bool padded = false;
-  // Where head nodes tell tail nodes the caller's output addresses, and
-  // how many bytes of each to copy out.
+  // Where head nodes tell tail nodes the caller's output addresses; for a
+  // padded graph also how many bytes of each to copy out, and the launch's
+  // number in the rows ring.
   void** out_table = nullptr;
   uint64_t* out_bytes = nullptr;
+  uint64_t* launch_slot = nullptr;
   std::optional<Graph> graph;
   bool updated_in_place = false;
 };
@@ -86,9 +88,13 @@ Status MethodInstance::AllocateStaticBuffers(CaptureJob& job, Args inputs, Args 
     }
   }
   if (flags_.copy_outputs && !outputs.empty()) {
-    ENCORE_ASSIGN_OR_RETURN(void* table, arena_.AllocateCapture(outputs.size() * (sizeof(void*) + sizeof(uint64_t))));
+    ENCORE_ASSIGN_OR_RETURN(void* table, arena_.AllocateCapture(outputs.size() * sizeof(void*)));
     job.out_table = static_cast<void**>(table);
-    job.out_bytes = reinterpret_cast<uint64_t*>(job.out_table + outputs.size());
+  }
+  if (job.padded) {
+    ENCORE_ASSIGN_OR_RETURN(void* words, arena_.AllocateCapture((outputs.size() + 1) * sizeof(uint64_t)));
+    job.launch_slot = static_cast<uint64_t*>(words);
+    job.out_bytes = job.launch_slot + 1;
   }
   return OkStatus();
 }
@@ -166,21 +172,19 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
     p.count = static_cast<int>(std::min(kChunk, n_in - std::min(n_in, h.first)));
     p.publish_count = static_cast<int>(std::min(kChunk, n_out - std::min(n_out, h.first)));
     p.table = job.out_table;
-    p.bytes_table = job.out_bytes;
     p.table_base = static_cast<int>(h.first);
     p.sequence = c == 0 ? checks_.sequence() : nullptr;
     uint64_t max_bytes = 0;
     for (int k = 0; k < p.count; ++k) {
-      // The call's bytes (its b rows under pad), and zeros up to the
-      // bucket's; the grid covers the bucket's.
       const TensorRef& st = e.static_inputs[h.first + k];
-      const TensorRef& in = inputs[h.first + k];
-      p.copies[k] = StageCopy{in.data, st.data, in.span_bytes(), st.span_bytes() - in.span_bytes()};
-      max_bytes = std::max<uint64_t>(max_bytes, st.span_bytes());
+      p.copies[k] = StageCopy{inputs[h.first + k].data, st.data, st.span_bytes()};
+      max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
     }
-    for (int k = 0; k < p.publish_count; ++k) {
-      p.publish[k] = outputs[h.first + k].data;
-      p.publish_bytes[k] = outputs[h.first + k].span_bytes();
+    for (int k = 0; k < p.publish_count; ++k) p.publish[k] = outputs[h.first + k].data;
+    // Padded: each launch's b comes from the rows ring (graph/pad_rows.h).
+    if (job.padded) {
+      SetPadRowsHead(p, pad_rows_.device(), job.launch_slot, job.out_bytes, job.graph_inputs, job.graph_outputs,
+                     h.first);
     }
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);
     if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch", Quoted(name_));
@@ -194,17 +198,25 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
 
 Status MethodInstance::AddTailNodes(CaptureJob& job, size_t n_out) {
   constexpr size_t kChunk = StageParams::kMaxCopies;
-  for (size_t first = 0; first < n_out; first += kChunk) {
+  // A padded graph always ends with a tail: its last one counts the launch.
+  const size_t chunks = std::max<size_t>((n_out + kChunk - 1) / kChunk, job.padded ? 1 : 0);
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t first = c * kChunk;
     StageParams p{};
-    p.count = static_cast<int>(std::min(kChunk, n_out - first));
+    p.count = static_cast<int>(std::min(kChunk, n_out - std::min(n_out, first)));
     p.table = job.out_table;
-    p.bytes_table = job.out_bytes;
     p.table_base = static_cast<int>(first);
     p.is_tail = 1;
+    if (job.padded) {
+      p.rows = pad_rows_.device();
+      p.bytes_table = job.out_bytes;
+      p.launch_slot = job.launch_slot;
+      p.advance = c + 1 == chunks;
+    }
     uint64_t max_bytes = 0;
     for (int k = 0; k < p.count; ++k) {
       const TensorRef& st = job.entry->static_outputs[first + k];
-      p.copies[k] = StageCopy{st.data, nullptr, st.span_bytes(), 0};
+      p.copies[k] = StageCopy{st.data, nullptr, st.span_bytes()};
       max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
     }
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);

@@ -260,6 +260,7 @@ Status MethodInstance::JoinLastLaunch(cudaStream_t stream) {
 Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index) {
   ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
   ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
+  if (pad_) pad_rows_.Launched();
   checks_.RecordLaunch(index);
   has_launched_ = true;
   last_launch_stream_ = stream;

@@ -36,6 +36,7 @@
 #include "encore/policy/method_votes.h"
 #include "graph/device_checks.h"
 #include "graph/exec_cache.h"
+#include "graph/pad_rows.h"
 #include "graph/verifier.h"
 
 namespace encore {
@@ -125,7 +126,10 @@ class MethodInstance {
   Status DispatchPadded(Args inputs, Args outputs, cudaStream_t stream);
   // The calls that do not take the fast path of DispatchPadded.
   Status DispatchPaddedSlow(Args inputs, Args outputs, cudaStream_t stream, int64_t batch, bool has_bucket);
-  Status ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index);
+  Status ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index,
+                      int64_t batch);
+  // Hands the next graph launch its batch through the rows ring.
+  Status StageRows(int64_t batch);
   // Learned buckets: the learner's review, and the graphs of buckets no
   // longer chosen dropped.
   void ReviewBuckets(int64_t index);
@@ -211,6 +215,7 @@ class MethodInstance {
   BucketLearner learner_{flags_.max_graphs};
   std::vector<TensorRef> pad_inputs_;
   std::vector<TensorRef> pad_outputs_;
+  PadRows pad_rows_;
 
   // The manager's graph-memory budget (null: none), the bytes of this
   // instance it counts, and whether over_budget was logged.

@@ -3,15 +3,12 @@
 // the call's tensors seen at the bucket's batch B (their data pointers, B
 // rows); its head staging node copies the caller's b rows into the static
 // inputs and zeroes rows [b, B), its tail copies b rows of each output back.
-// The b of a replay lives in the head node's parameters beside the caller's
-// addresses: a replay whose b and addresses match the executable's makes no
-// extra CUDA call, and a new b is one parameter rewrite per head node.
-// Learned buckets (none listed) come from BucketLearner's reviews.
+// Each launch's b reaches the graph through the rows ring (pad_rows.h), so a
+// replay makes the CUDA calls of any replay whatever its b: no parameter
+// rewrite. Learned buckets (none listed) come from BucketLearner's reviews.
 #include <algorithm>
 #include <string>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/cuda_error.h"
 #include "encore/policy/pad_policy.h"
 #include "graph/method_instance.h"  // private to graph/
 
@@ -28,44 +25,6 @@ bool PointersOk(std::span<const TensorRef> tensors) {
 int64_t GraphBatch(const GraphEntry& g) {
   const auto& sig = g.signature.inputs().empty() ? g.signature.outputs() : g.signature.inputs();
   return sig.empty() || sig[0].shape.size() == 0 ? -1 : sig[0].shape[0];
-}
-
-// Sets the b of one executable: the bytes each head node copies in and
-// zeroes, and the bytes of each output it tells the tail to copy out. One
-// cudaGraphExecKernelNodeSetParams per head node whose b changed, none when
-// it did not.
-Status ApplyRows(ExecVariant& v, const GraphEntry& g, std::span<const TensorRef> inputs,
-                 std::span<const TensorRef> outputs, const std::string& method) {
-  for (HeadNode& h : v.heads) {
-    bool changed = false;
-    for (int k = 0; k < h.params.count; ++k) {
-      StageCopy& c = h.params.copies[k];
-      const uint64_t bytes = inputs[h.first + k].span_bytes();
-      const uint64_t zero = g.signature.inputs()[h.first + k].span_bytes - bytes;
-      changed |= c.bytes != bytes || c.zero != zero;
-      c.bytes = bytes;
-      c.zero = zero;
-    }
-    for (int k = 0; k < h.params.publish_count; ++k) {
-      const uint64_t bytes = outputs[h.first + k].span_bytes();
-      changed |= h.params.publish_bytes[k] != bytes;
-      h.params.publish_bytes[k] = bytes;
-    }
-    if (!changed) continue;
-    void* args[] = {&h.params};
-    cudaKernelNodeParams p = h.launch;
-    p.kernelParams = args;
-    p.extra = nullptr;
-    cudaError_t err = cuda().GraphExecKernelNodeSetParams(v.exec.get(), h.node, &p);
-    if (err != cudaSuccess) {
-      // Values no call has, so the next call rewrites this node again.
-      for (int k = 0; k < h.params.count; ++k) h.params.copies[k].bytes = UINT64_MAX;
-      for (int k = 0; k < h.params.publish_count; ++k) h.params.publish_bytes[k] = UINT64_MAX;
-      return CudaStatus(err, CudaCallName(CudaCall::kGraphExecKernelNodeSetParams),
-                        "method '" + method + "': padded rows not updated, nothing launched");
-    }
-  }
-  return OkStatus();
 }
 
 }  // namespace
@@ -106,7 +65,7 @@ Status MethodInstance::DispatchPadded(Args inputs, Args outputs, cudaStream_t st
       const int64_t index = ++counters_.calls;
       counters_.real_rows += batch;
       counters_.padded_rows += buckets_[bucket] - batch;
-      return ReplayPadded(cache_.Touch(match), inputs, outputs, stream, index);
+      return ReplayPadded(cache_.Touch(match), inputs, outputs, stream, index, batch);
     }
   }
   return DispatchPaddedSlow(inputs, outputs, stream, batch, has_bucket);
@@ -136,10 +95,12 @@ Status MethodInstance::DispatchPaddedSlow(Args inputs, Args outputs, cudaStream_
       return RunWarmup(inputs, outputs, stream, index);
     case Action::kReplay:
       counters_.padded_rows += rows - batch;
-      return ReplayPadded(cache_.Touch(match), inputs, outputs, stream, index);
+      return ReplayPadded(cache_.Touch(match), inputs, outputs, stream, index, batch);
     case Action::kCapture:
     case Action::kRecapture: {
       counters_.padded_rows += rows - batch;
+      // The capture's own launch reads its b from the ring too.
+      ENCORE_RETURN_IF_ERROR(StageRows(batch));
       const PaddedArgs padded{pad_inputs_, pad_outputs_};
       return CaptureWithinBudget(inputs, outputs, stream, index, /*recapture=*/false, &padded);
     }
@@ -157,10 +118,18 @@ Status MethodInstance::DispatchPaddedSlow(Args inputs, Args outputs, cudaStream_
   return InternalError("method '" + name_ + "': no action for this padded call");
 }
 
-Status MethodInstance::ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
+Status MethodInstance::StageRows(int64_t batch) {
+  ENCORE_RETURN_IF_ERROR(pad_rows_.Prepare(name_));
+  if (pad_rows_.behind()) ENCORE_RETURN_IF_ERROR(WaitForLastLaunch());
+  pad_rows_.Stage(batch);
+  return OkStatus();
+}
+
+Status MethodInstance::ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index,
+                                    int64_t batch) {
   NvtxScope range(nvtx_, NvtxRange::kReplay);
   ENCORE_ASSIGN_OR_RETURN(const GraphExec* exec, cache_.Bind(g, inputs, outputs, &counters_.exec_variants));
-  ENCORE_RETURN_IF_ERROR(ApplyRows(g.variants.front(), g, inputs, outputs, name_));
+  ENCORE_RETURN_IF_ERROR(StageRows(batch));
   // Verification checks the caller's b rows against an eager run on them.
   const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);

@@ -93,6 +93,7 @@ Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream
       log_.Info("precapture", {{"method", name_}, {"graph", progress}, {"bucket", sizes[i]}, {"skipped", "over_budget"}});
       continue;
     }
+    if (pad_) ENCORE_RETURN_IF_ERROR(StageRows(sizes[i]));  // rows [0, B): nothing padded
     const int64_t captures_before = counters_.captures + counters_.recaptures;
     Status s = CaptureAndLaunch(g.inputs, g.outputs, stream, counters_.calls,
                                 /*recapture=*/!pad_ && action == Action::kRecapture, pad_ ? &g : nullptr);
