@@ -33,5 +33,25 @@ TEST(SealedSurfaceTest, PublicNamesCompileFromTheUmbrellaHeader) {
   EXPECT_EQ(stats.live_bytes, 0u);
 }
 
+// Issue 16's names: padding to buckets, Precapture, the graph-memory budget.
+TEST(SealedSurfaceTest, ServingNamesCompileFromTheUmbrellaHeader) {
+  ManagerOptions options;
+  options.graph_memory_budget = size_t{1} << 30;
+  MethodFlags flags;
+  flags.on_new_shape = ShapePolicy::kPad;
+  flags.buckets = {1, 2, 4, 8};
+  EXPECT_EQ(BucketsText(flags.buckets), "1|2|4|8");
+  MethodReport report;
+  report.buckets = {8};
+  report.real_rows = 5;
+  report.padded_rows = 3;
+  report.precaptures = 1;
+  report.graph_memory_bytes = 9;
+  EXPECT_NE(report.ToJson().find("\"padded_rows\":3"), std::string::npos);
+  Status (Method::*precapture)(std::span<const TensorRef>, std::span<const TensorRef>, cudaStream_t) =
+      &Method::Precapture;
+  EXPECT_NE(precapture, nullptr);
+}
+
 }  // namespace
 }  // namespace encore

@@ -117,6 +117,7 @@ StatusOr<void*> GraphArena::AllocateCapture(size_t bytes) {
 void GraphArena::CommitCapture() {
   ledger_.Commit(capture_id_);
   graph_used_[capture_id_] = capture_used_;
+  graph_slabs_[capture_id_] = capture_used_ > 0 ? cursor_slab_ + 1 : 0;
   capture_id_ = 0;
   UpdatePeak();
 }
@@ -136,11 +137,28 @@ Status GraphArena::AbortCapture() {
   return s;
 }
 
-void GraphArena::DropGraph(uint64_t capture_id) { graph_used_.erase(capture_id); }
+void GraphArena::DropGraph(uint64_t capture_id) {
+  graph_used_.erase(capture_id);
+  graph_slabs_.erase(capture_id);
+}
+
+size_t GraphArena::GrowthForCapture(size_t reserve_bytes) const {
+  const size_t have = ledger_.total_bytes();
+  if (reserve_bytes <= have) return 0;
+  return AlignUp(std::max(reserve_bytes - have, kMinSlabBytes), kAlignment);  // as AddSlab rounds it
+}
+
+Status GraphArena::TrimUnused() {
+  if (capture_id_ != 0) return OkStatus();
+  size_t reached = 0;
+  for (const auto& [id, slabs] : graph_slabs_) reached = std::max(reached, slabs);
+  return FreeSlabs(ledger_.TakeCommittedFrom(reached));
+}
 
 Status GraphArena::ReleaseAll() {
   Status s = FreeSlabs(ledger_.TakeCommitted());
   graph_used_.clear();
+  graph_slabs_.clear();
   return s;
 }
 

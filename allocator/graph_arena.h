@@ -62,6 +62,12 @@ class GraphArena {
   Status AbortCapture();
   // The graph of `capture_id` was dropped (LRU, Release).
   void DropGraph(uint64_t capture_id);
+  // Bytes BeginCapture(id, reserve_bytes) would add to the slabs now.
+  size_t GrowthForCapture(size_t reserve_bytes) const;
+  // Frees the committed slabs no kept graph reaches (every graph bumps from
+  // the first slab, so those are the last ones); nothing during a capture.
+  // The owner must have waited for the last launch of the dropped graphs.
+  Status TrimUnused();
 
   // Frees every committed slab; the owner must have waited for the last launch.
   Status ReleaseAll();
@@ -85,6 +91,8 @@ class GraphArena {
   uint64_t capture_id_ = 0;
   // Bytes each kept graph uses (they overlap, so live counts the largest).
   std::map<uint64_t, size_t> graph_used_;
+  // How many slabs, from the first, each kept graph reaches.
+  std::map<uint64_t, size_t> graph_slabs_;
 
   std::vector<void*> eager_blocks_;
   size_t eager_call_bytes_ = 0;

@@ -35,6 +35,16 @@ std::vector<AllocationLedger::Block> AllocationLedger::TakeCommitted() {
   return Extract([](const Block& b) { return b.committed; });
 }
 
+std::vector<AllocationLedger::Block> AllocationLedger::TakeCommittedFrom(size_t first) {
+  std::vector<Block> out;
+  for (size_t i = blocks_.size(); i-- > first;) {
+    if (!blocks_[i].committed) continue;
+    out.insert(out.begin(), blocks_[i]);
+    blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return out;
+}
+
 size_t AllocationLedger::pending_bytes() const {
   size_t n = 0;
   for (const Block& b : blocks_) n += b.committed ? 0 : b.bytes;

@@ -32,6 +32,9 @@ class AllocationLedger {
   // Removes every committed block and returns it (Release, destruction).
   // Pending blocks stay: a capture in progress still owns them.
   std::vector<Block> TakeCommitted();
+  // Removes the committed blocks at index `first` and after (blocks no kept
+  // graph reaches) and returns them; earlier blocks keep their indexes.
+  std::vector<Block> TakeCommittedFrom(size_t first);
 
   const std::vector<Block>& blocks() const { return blocks_; }
   size_t pending_bytes() const;

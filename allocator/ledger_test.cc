@@ -56,5 +56,24 @@ TEST(LedgerTest, TakeCommittedLeavesPendingAlone) {
   EXPECT_EQ(l.pending_bytes(), 2u);
 }
 
+TEST(LedgerTest, TakeCommittedFromKeepsTheBlocksBefore) {
+  AllocationLedger l;
+  l.AddPending(1, &a, 1);
+  l.AddPending(1, &b, 2);
+  l.Commit(1);
+  l.AddPending(2, &c, 4);
+  l.Commit(2);
+  l.AddPending(3, &d, 8);  // a capture in progress keeps its block
+  auto taken = l.TakeCommittedFrom(1);
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(taken[0].ptr, &b);
+  EXPECT_EQ(taken[1].ptr, &c);
+  ASSERT_EQ(l.blocks().size(), 2u);
+  EXPECT_EQ(l.blocks()[0].ptr, &a);
+  EXPECT_EQ(l.blocks()[1].ptr, &d);
+  EXPECT_EQ(l.committed_bytes(), 1u);
+  EXPECT_TRUE(l.TakeCommittedFrom(5).empty());
+}
+
 }  // namespace
 }  // namespace encore

@@ -142,8 +142,16 @@ inline void PrintReport(const Method& m) {
               static_cast<long long>(r.last_capture_us));
   std::printf("  eager         %lld calls; %s%s\n", static_cast<long long>(r.eager_calls),
               r.graphs_off_reason.empty() ? "graphs on" : "graphs off: ", r.graphs_off_reason.c_str());
-  std::printf("  memory        reserved %.1f MiB, live %.1f MiB, peak %.1f MiB\n", mib(r.memory.reserved_bytes),
-              mib(r.memory.live_bytes), mib(r.memory.peak_bytes));
+  std::printf("  memory        reserved %.1f MiB, live %.1f MiB, peak %.1f MiB; graphs hold %.1f MiB\n",
+              mib(r.memory.reserved_bytes), mib(r.memory.live_bytes), mib(r.memory.peak_bytes),
+              mib(r.graph_memory_bytes));
+  if (r.flags.on_new_shape == ShapePolicy::kPad) {
+    const double rows = static_cast<double>(r.real_rows + r.padded_rows);
+    std::printf("  buckets       %s (%s, %lld changes); rows %lld real, %lld padded (%.1f%%)\n",
+                BucketsText(r.buckets).c_str(), r.flags.buckets.empty() ? "learned" : "listed",
+                static_cast<long long>(r.bucket_changes), static_cast<long long>(r.real_rows),
+                static_cast<long long>(r.padded_rows), rows > 0 ? 100.0 * r.padded_rows / rows : 0.0);
+  }
 }
 
 }  // namespace encore::examples

@@ -22,8 +22,17 @@ struct MethodInstance::CaptureJob {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::unique_ptr<GraphEntry> entry = std::make_unique<GraphEntry>();
   cudaStream_t stream = nullptr;  // the stream the capture records
-  // Where head nodes tell tail nodes the caller's output addresses.
+  // The tensors the graph is captured for: the call's, or under
+  // on_new_shape=pad the call's seen at its bucket's batch.
+  Args graph_inputs;
+  Args graph_outputs;
+  bool padded = false;
+  // Where head nodes tell tail nodes the caller's output addresses; for a
+  // padded graph also how many bytes of each to copy out, and the launch's
+  // number in the rows ring.
   void** out_table = nullptr;
+  uint64_t* out_bytes = nullptr;
+  uint64_t* launch_slot = nullptr;
   std::optional<Graph> graph;
   bool updated_in_place = false;
   // encore's nodes in the captured graph, for its direct form.

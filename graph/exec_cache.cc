@@ -138,6 +138,11 @@ void ExecCache::Insert(std::unique_ptr<GraphEntry> entry, int max_graphs) {
   entries_.insert(entries_.begin(), std::move(entry));
 }
 
+void ExecCache::Erase(size_t i) {
+  arena_->DropGraph(entries_[i]->id);
+  entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
 void ExecCache::DropBack() {
   arena_->DropGraph(entries_.back()->id);
   entries_.pop_back();

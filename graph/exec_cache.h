@@ -117,6 +117,9 @@ class ExecCache {
   // then puts `entry` first.
   void Insert(std::unique_ptr<GraphEntry> entry, int max_graphs);
   void Clear() { entries_.clear(); }
+  // Drops graph i, as the LRU does (padding's learned buckets that are no
+  // longer chosen; the graph-memory budget).
+  void Erase(size_t i);
 
  private:
   static bool VariantMatches(const ExecVariant& v, std::span<const TensorRef> inputs,

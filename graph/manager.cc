@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "encore/allocator/memory_budget.h"
 #include "encore/core/log.h"
 #include "encore/version.h"
 #include "graph/graph_dump.h"  // private to graph/
@@ -30,7 +31,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options) {
 
 Manager::Manager(ManagerOptions options, FlagsText text)
     : options_(std::move(options)), flags_text_(std::move(text)),
-      log_(std::make_shared<const EventLog>(options_.logger, options_.log_format)) {}
+      log_(std::make_shared<const EventLog>(options_.logger, options_.log_format)),
+      budget_(std::make_shared<MemoryBudget>(options_.graph_memory_budget)) {}
 
 Manager::~Manager() {
   // Registration is over only now; see Register.
@@ -56,7 +58,7 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
   }
   auto method = std::unique_ptr<Method>(new Method(spec.name, std::move(spec.fn), std::move(spec.constants), flags,
                                                    log_, [this] { NoteUnregisteredFlagNames(); }, options_.consensus,
-                                                   options_.graph_dump_dir));
+                                                   options_.graph_dump_dir, budget_));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_->Info("registered", {{"method", raw->name()},
@@ -64,6 +66,7 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
                            {"warmup", flags.warmup_calls},
                            {"on_new_shape", ShapePolicyName(flags.on_new_shape)},
                            {"max_graphs", flags.max_graphs},
+                           {"buckets", BucketsText(flags.buckets)},
                            {"checks", CheckModeName(flags.checks)},
                            {"copy_outputs", flags.copy_outputs}});
   return raw;

@@ -26,6 +26,7 @@ class logger;
 namespace encore {
 
 class EventLog;
+class MemoryBudget;
 
 struct ManagerOptions {
   MethodFlags defaults;
@@ -48,6 +49,13 @@ struct ManagerOptions {
   // Ranks that run the same methods together (tensor parallel) agree on
   // every capture through this; null for a single rank. See RankConsensus.
   std::shared_ptr<RankConsensus> consensus;
+  // Bytes of graph memory (every method's arena slabs: static inputs and
+  // outputs, capture scratch) the manager may hold; 0 means no limit. A
+  // capture that would go over it first drops least recently used graphs
+  // of its own method, else runs the call eagerly with the reason
+  // over_budget (event=over_budget once per method; counted in eager_calls
+  // and over_budget_calls).
+  size_t graph_memory_budget = 0;
 };
 
 class Manager {
@@ -86,6 +94,7 @@ class Manager {
   const ManagerOptions options_;
   const FlagsText flags_text_;
   const std::shared_ptr<const EventLog> log_;
+  const std::shared_ptr<MemoryBudget> budget_;
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<Method>, std::less<>> methods_;
   std::once_flag warned_unknown_;

@@ -29,7 +29,8 @@ std::string_view CallKindName(CallKind k) {
 
 Method::Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
                std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
-               std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir)
+               std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir,
+               std::shared_ptr<MemoryBudget> budget)
     : name_(std::move(name)),
       fn_(std::move(fn)),
       flags_(flags),
@@ -37,6 +38,7 @@ Method::Method(std::string name, MethodFn fn, std::optional<std::vector<Constant
       on_first_run_(std::move(on_first_run)),
       consensus_(std::move(consensus)),
       graph_dump_dir_(std::move(graph_dump_dir)),
+      budget_(std::move(budget)),
       constants_(std::move(constants)) {}
 
 namespace {
@@ -84,7 +86,7 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
   std::lock_guard<std::mutex> lock(mu_);
   if (MethodInstance* m = by_device_[device].load(std::memory_order_relaxed)) return m;
   instances_.push_back(std::make_unique<MethodInstance>(name_, fn_, constants_, flags_, *log_, consensus_, device,
-                                                        graph_dump_dir_));
+                                                        graph_dump_dir_, budget_));
   MethodInstance* m = instances_.back().get();
   by_device_[device].store(m, std::memory_order_release);
   if (instances_.size() > 1) log_->Info("new_device", {{"method", name_}, {"device", device}});
@@ -101,6 +103,16 @@ Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef>
   }
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Run(inputs, outputs, stream);
+}
+
+Status Method::Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                          cudaStream_t stream) {
+  if (!first_run_done_.load(std::memory_order_relaxed)) {
+    if (on_first_run_) on_first_run_();
+    first_run_done_.store(true, std::memory_order_relaxed);
+  }
+  ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
+  return m->Precapture(inputs, outputs, stream);
 }
 
 Status Method::Release() {
@@ -138,6 +150,7 @@ MethodReport Method::Report() const {
     r.flags = flags_;
     r.phase = StartingPhase(flags_);
     if (!flags_.graphs) r.graphs_off_reason = kGraphsOffByFlags;
+    r.buckets = flags_.buckets;
     return r;
   }
   MethodReport r = instances_.front()->Report();

@@ -49,6 +49,7 @@ struct MethodSpec {
 
 class EventLog;
 class Manager;
+class MemoryBudget;
 class MethodInstance;
 class RankConsensus;
 
@@ -66,6 +67,15 @@ class Method {
   // Errors in the arguments are InvalidArgument and change nothing; see
   // MethodFlags for what a shape change does.
   Status Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream);
+  // Runs the warmups and captures now, so that the first Run of this
+  // signature replays: a server captures before its first request. Under
+  // on_new_shape=pad with listed buckets it captures every bucket, largest
+  // first, from rows [0, B) of the given tensors (whose batch must be at
+  // least the largest bucket's), logging event=precapture per graph with
+  // its progress (graph=3/8) and time. The launches write the given
+  // outputs; they are not calls or replays (MethodReport::precaptures
+  // counts the graphs). With graphs off it does nothing and returns OK.
+  Status Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream);
   // Drops the graphs, their memory and the captured shapes on every device;
   // the method warms up again. Waits for the method's last launches first.
   Status Release();
@@ -89,7 +99,8 @@ class Method {
 
   Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
          std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
-         std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir);
+         std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir,
+         std::shared_ptr<MemoryBudget> budget);
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
   // Releases every device's instance, handing it `new_constants` if given.
   // Called with mu_ held.
@@ -102,6 +113,7 @@ class Method {
   const std::function<void()> on_first_run_;
   const std::shared_ptr<RankConsensus> consensus_;
   const std::string graph_dump_dir_;  // empty: no graph dumps
+  const std::shared_ptr<MemoryBudget> budget_;  // the manager's graph memory
   // Set once on_first_run_ has run, so a replay pays one relaxed load for it.
   std::atomic<bool> first_run_done_{false};
 

@@ -53,6 +53,11 @@ void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
   BindingFacts facts;
   facts.scan_available = true;
   std::unique_ptr<DirectGraph> direct;
+  if (job.padded) {
+    // The caller's tensors hold only b rows: the graph must stage them.
+    e.binding = PaddedBinding();
+    return;
+  }
   if (flags_.binding == Binding::kStaged) {
     // Nothing to scan.
   } else if (!flags_.copy_outputs) {

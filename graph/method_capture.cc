@@ -42,9 +42,12 @@ bool IsLegacyDefault(cudaStream_t s) {
 }  // namespace
 
 Status MethodInstance::CaptureAndLaunch(Args inputs, Args outputs, cudaStream_t stream, int64_t index,
-                                        bool recapture) {
+                                        bool recapture, const PaddedArgs* padded) {
   NvtxScope range(nvtx_, NvtxRange::kCapture);
   CaptureJob job;
+  job.graph_inputs = padded ? padded->inputs : inputs;
+  job.graph_outputs = padded ? padded->outputs : outputs;
+  job.padded = padded != nullptr;
   SetPhase(MethodPhase::kCapture, index);
   StageResult failed = PrepareCapture(job, inputs, outputs, stream);
   if (!failed) failed = RecordCapture(job, inputs, outputs, index);
@@ -56,11 +59,9 @@ Status MethodInstance::CaptureAndLaunch(Args inputs, Args outputs, cudaStream_t 
 Status MethodInstance::AllocateStaticBuffers(CaptureJob& job, Args inputs, Args outputs) {
   GraphEntry& e = *job.entry;
   // Static buffers plus the method's peak eager scratch, so the capture
-  // itself rarely has to allocate.
-  size_t static_bytes = 0;
-  for (const TensorSignature& t : e.signature.inputs()) static_bytes += t.span_bytes + GraphArena::kAlignment;
-  for (const TensorSignature& t : e.signature.outputs()) static_bytes += t.span_bytes + GraphArena::kAlignment;
-  ENCORE_RETURN_IF_ERROR(arena_.BeginCapture(e.id, static_bytes + arena_.eager_peak_bytes()));
+  // itself rarely has to allocate (CaptureReserveBytes: the budget's
+  // estimate uses the same sum).
+  ENCORE_RETURN_IF_ERROR(arena_.BeginCapture(e.id, CaptureReserveBytes(inputs, outputs)));
   for (const auto& [refs, out] : {std::pair{inputs, &e.static_inputs}, std::pair{outputs, &e.static_outputs}}) {
     for (const TensorRef& t : refs) {
       TensorRef s = t;
@@ -71,6 +72,11 @@ Status MethodInstance::AllocateStaticBuffers(CaptureJob& job, Args inputs, Args 
   if (flags_.copy_outputs && !outputs.empty()) {
     ENCORE_ASSIGN_OR_RETURN(void* table, arena_.AllocateCapture(outputs.size() * sizeof(void*)));
     job.out_table = static_cast<void**>(table);
+  }
+  if (job.padded) {
+    ENCORE_ASSIGN_OR_RETURN(void* words, arena_.AllocateCapture((outputs.size() + 1) * sizeof(uint64_t)));
+    job.launch_slot = static_cast<uint64_t*>(words);
+    job.out_bytes = job.launch_slot + 1;
   }
   return OkStatus();
 }
@@ -86,8 +92,10 @@ MethodInstance::StageResult MethodInstance::PrepareCapture(CaptureJob& job, Args
                                    {"detail", "pending before the capture began; not caused by encore, cleared"}});
   }
   job.entry->id = ++next_capture_id_;
-  job.entry->signature = CallSignature::Of(inputs, outputs);
-  if (Status s = AllocateStaticBuffers(job, inputs, outputs); !s.ok()) return Failed(CaptureStage::kBegin, s);
+  job.entry->signature = CallSignature::Of(job.graph_inputs, job.graph_outputs);
+  if (Status s = AllocateStaticBuffers(job, job.graph_inputs, job.graph_outputs); !s.ok()) {
+    return Failed(CaptureStage::kBegin, s);
+  }
   if (!last_launch_event_) {
     StatusOr<Event> e = Event::Create();
     if (!e.ok()) return Failed(CaptureStage::kBegin, e.status());
@@ -162,6 +170,11 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
       max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
     }
     for (int k = 0; k < p.publish_count; ++k) p.publish[k] = outputs[h.first + k].data;
+    // Padded: each launch's b comes from the rows ring (graph/pad_rows.h).
+    if (job.padded) {
+      SetPadRowsHead(p, pad_rows_.device(), job.launch_slot, job.out_bytes, job.graph_inputs, job.graph_outputs,
+                     h.first);
+    }
     cudaError_t err = LaunchStage(p, max_bytes, job.stream);
     if (err != cudaSuccess) return CudaStatus(err, "staging kernel launch", Quoted(name_));
     StatusOr<cudaGraphNode_t> node = cap.LastNode();
@@ -175,12 +188,21 @@ Status MethodInstance::AddHeadNodes(CaptureJob& job, StreamCapture& cap, Args in
 
 Status MethodInstance::AddTailNodes(CaptureJob& job, StreamCapture& cap, size_t n_out) {
   constexpr size_t kChunk = StageParams::kMaxCopies;
-  for (size_t first = 0; first < n_out; first += kChunk) {
+  // A padded graph always ends with a tail: its last one counts the launch.
+  const size_t chunks = std::max<size_t>((n_out + kChunk - 1) / kChunk, job.padded ? 1 : 0);
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t first = c * kChunk;
     StageParams p{};
-    p.count = static_cast<int>(std::min(kChunk, n_out - first));
+    p.count = static_cast<int>(std::min(kChunk, n_out - std::min(n_out, first)));
     p.table = job.out_table;
     p.table_base = static_cast<int>(first);
     p.is_tail = 1;
+    if (job.padded) {
+      p.rows = pad_rows_.device();
+      p.bytes_table = job.out_bytes;
+      p.launch_slot = job.launch_slot;
+      p.advance = c + 1 == chunks;
+    }
     uint64_t max_bytes = 0;
     for (int k = 0; k < p.count; ++k) {
       const TensorRef& st = job.entry->static_outputs[first + k];
@@ -240,7 +262,7 @@ MethodInstance::StageResult MethodInstance::FinalizeCapture(CaptureJob& job, boo
   // Under kRecapture with the cache full, update the least recently used
   // graph's executable in place when CUDA accepts it: cheaper than a new
   // instantiation.
-  if (recapture && static_cast<int>(cache_.size()) >= flags_.max_graphs) {
+  if (recapture && static_cast<int>(cache_.size()) >= GraphCap()) {
     NvtxScope range(nvtx_, NvtxRange::kCaptureUpdate);
     if (cache_.AdoptLruExecutable(e)) {
       job.updated_in_place = true;
@@ -294,7 +316,7 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
     log_.Info("binding", {{"method", name_}, {"call", index}, {"binding", BindingName(e.binding.binding)},
                           {"reason", e.binding.reason}});
   }
-  cache_.Insert(std::move(job.entry), flags_.max_graphs);
+  cache_.Insert(std::move(job.entry), GraphCap());
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
   counters_.last_capture_us = CaptureMicros(us);
   counters_.capture_us += counters_.last_capture_us;

@@ -45,7 +45,7 @@ Status Call::Check(const bool* device_cond, std::string_view message) {
 
 MethodInstance::MethodInstance(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants,
                                MethodFlags flags, EventLog log, std::shared_ptr<RankConsensus> consensus, int device,
-                               std::string graph_dump_dir)
+                               std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget)
     : name_(std::move(name)),
       fn_(std::move(fn)),
       constants_(std::move(constants)),
@@ -54,7 +54,8 @@ MethodInstance::MethodInstance(std::string name, MethodFn fn, std::optional<std:
       device_(device),
       graph_dump_dir_(std::move(graph_dump_dir)),
       phase_(StartingPhase(flags)),
-      votes_(&name_, std::move(consensus), &log_) {
+      votes_(&name_, std::move(consensus), &log_),
+      budget_(std::move(budget)) {
   counters_.name = name_;
   if (!flags_.graphs) graphs_off_reason_ = kGraphsOffByFlags;
 }
@@ -64,6 +65,9 @@ MethodInstance::~MethodInstance() {
   if (!s.ok()) log_.Error("release_failed", {{"method", name_}, {"error", s.message()}});
   if (int64_t n = refusal_log_limit_.TakePending(); n > 0) log_.Info("refused_not_logged", {{"method", name_}, {"count", n}});
   cache_.Clear();
+  // The arena frees its slabs after this body; the manager's count of them
+  // goes now.
+  if (budget_) budget_->Adjust(-static_cast<int64_t>(budget_counted_));
 }
 
 Status MethodInstance::RejectReentry(std::string_view what) const {
@@ -94,6 +98,7 @@ Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(RejectReentry("Run"));
   std::lock_guard<std::mutex> lock(mu_);
   ENCORE_RETURN_IF_ERROR(checks_.TakeFailure());
+  if (pad_) return DispatchPadded(inputs, outputs, stream);
   if (CanReplayFront(inputs, outputs)) {
     const int64_t index = ++counters_.calls;
     return Replay(cache_.front(), inputs, outputs, stream, index);
@@ -130,7 +135,7 @@ Status MethodInstance::Dispatch(Args inputs, Args outputs, cudaStream_t stream) 
       return RunWarmup(inputs, outputs, stream, index);
     case Action::kCapture:
     case Action::kRecapture:
-      return CaptureAndLaunch(inputs, outputs, stream, index, action == Action::kRecapture);
+      return CaptureWithinBudget(inputs, outputs, stream, index, action == Action::kRecapture);
     case Action::kReplay:
       return Replay(cache_.Touch(match), inputs, outputs, stream, index);
     case Action::kRefuse:
@@ -261,6 +266,7 @@ Status MethodInstance::JoinLastLaunch(cudaStream_t stream) {
 Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence) {
   ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
   ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
+  if (pad_) pad_rows_.Launched();
   if (bumps_sequence) checks_.RecordLaunch(index);
   has_launched_ = true;
   last_launch_stream_ = stream;
@@ -291,6 +297,7 @@ Status MethodInstance::Release() {
   ENCORE_RETURN_IF_ERROR(WaitForLastLaunch());
   cache_.Clear();
   Status s = arena_.ReleaseAll();
+  SettleGraphMemory();
   warmups_done_ = 0;
   constants_checked_ = false;
   has_launched_ = false;
@@ -343,6 +350,8 @@ MethodReport MethodInstance::Report() const {
     if (!flags_.copy_outputs) r.static_outputs = cache_.front().static_outputs;
   }
   r.memory = arena_.stats();
+  r.graph_memory_bytes = r.memory.reserved_bytes;
+  r.buckets = buckets_;
   return r;
 }
 

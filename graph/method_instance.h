@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "encore/allocator/graph_arena.h"
+#include "encore/allocator/memory_budget.h"
 #include "encore/core/log.h"
 #include "encore/core/nvtx.h"
 #include "encore/core/rate_limiter.h"
@@ -28,11 +29,14 @@
 #include "encore/graph/call.h"
 #include "encore/graph/graph.h"
 #include "encore/graph/method.h"
+#include "encore/policy/binding_policy.h"
 #include "encore/policy/capture_policy.h"
+#include "encore/policy/learned_buckets.h"
 #include "encore/policy/method_flags.h"
 #include "encore/policy/method_votes.h"
 #include "graph/device_checks.h"
 #include "graph/exec_cache.h"
+#include "graph/pad_rows.h"
 #include "graph/verifier.h"
 
 namespace encore {
@@ -43,17 +47,23 @@ class StreamCapture;
 // the reason Report gives when graphs=off.
 MethodPhase StartingPhase(const MethodFlags& flags);
 inline constexpr std::string_view kGraphsOffByFlags = "graphs=off in the method's flags";
+// Every graph of a method under on_new_shape=pad is staged (SPEC: the
+// caller's tensors hold only b rows), with this reason.
+BindingChoice PaddedBinding();
 
 class MethodInstance {
  public:
   MethodInstance(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
                  EventLog log, std::shared_ptr<RankConsensus> consensus, int device,
-                 std::string graph_dump_dir = {});
+                 std::string graph_dump_dir = {}, std::shared_ptr<MemoryBudget> budget = nullptr);
   ~MethodInstance();
   MethodInstance(const MethodInstance&) = delete;
   MethodInstance& operator=(const MethodInstance&) = delete;
 
   Status Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream);
+  // Warmups and captures now (every listed bucket under pad, largest
+  // first); graph/precapture.cc.
+  Status Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream);
   Status Release();
   Status Release(std::vector<Constant> new_constants);
   Status Synchronize(cudaStream_t stream);
@@ -110,6 +120,40 @@ class MethodInstance {
   void SetPhase(MethodPhase to, int64_t index);
   StatusOr<void*> Allocate(CallKind kind, cudaStream_t stream, size_t bytes);
 
+  // --- padding to buckets (pad_buckets.cc): a call of batch b replays the
+  // graph of the smallest bucket >= b, captured for the call's tensors seen
+  // at the bucket's batch (PaddedArgs); the head staging node copies b rows
+  // and zeroes the rest, the tail copies b rows out.
+  struct PaddedArgs {
+    Args inputs;
+    Args outputs;
+  };
+  Status DispatchPadded(Args inputs, Args outputs, cudaStream_t stream);
+  // The calls that do not take the fast path of DispatchPadded.
+  Status DispatchPaddedSlow(Args inputs, Args outputs, cudaStream_t stream, int64_t batch, bool has_bucket);
+  Status ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index,
+                      int64_t batch);
+  // Hands the next graph launch its batch through the rows ring.
+  Status StageRows(int64_t batch);
+  // Learned buckets: the learner's review, and the graphs of buckets no
+  // longer chosen dropped.
+  void ReviewBuckets(int64_t index);
+  // Graphs kept at most: max_graphs, or every listed bucket.
+  int GraphCap() const;
+
+  // --- the graph-memory budget (graph_memory.cc)
+  // The arena a capture of these tensors reserves before it begins.
+  size_t CaptureReserveBytes(Args graph_inputs, Args graph_outputs) const;
+  // Reserves the capture's growth in the manager's budget, dropping this
+  // method's least recently used graphs if that makes it fit; false (logged
+  // once, counted) when it cannot fit.
+  bool MakeRoomForCapture(Args graph_inputs, Args graph_outputs, int64_t index);
+  // Sets the budget's count of this instance to what its arena holds.
+  void SettleGraphMemory();
+  // CaptureAndLaunch within the budget, else the call eagerly.
+  Status CaptureWithinBudget(Args inputs, Args outputs, cudaStream_t stream, int64_t index, bool recapture,
+                             const PaddedArgs* padded = nullptr);
+
   // --- the capture pipeline (method_capture.cc): prepare, record,
   // finalize, commit; a failing stage hands FailCapture what went wrong.
   struct CaptureJob;
@@ -123,7 +167,10 @@ class MethodInstance {
   using StageResult = std::optional<StageFailure>;  // nullopt: the stage succeeded
 
  private:
-  Status CaptureAndLaunch(Args inputs, Args outputs, cudaStream_t stream, int64_t index, bool recapture);
+  // `padded`: the graph is captured for those tensors (a bucket's batch)
+  // while the call's own are staged in and out.
+  Status CaptureAndLaunch(Args inputs, Args outputs, cudaStream_t stream, int64_t index, bool recapture,
+                          const PaddedArgs* padded = nullptr);
   StageResult PrepareCapture(CaptureJob& job, Args inputs, Args outputs, cudaStream_t stream);
   // The arena's capture begins; static inputs, outputs and the output table.
   Status AllocateStaticBuffers(CaptureJob& job, Args inputs, Args outputs);
@@ -179,6 +226,22 @@ class MethodInstance {
   cudaStream_t last_launch_stream_ = nullptr;
   bool has_launched_ = false;
   bool verify_refusal_logged_ = false;
+
+  // Padding to buckets: whether on_new_shape=pad; the buckets in force
+  // (listed, or learned so far); the learner; the call's padded views,
+  // kept to reuse their storage.
+  const bool pad_ = flags_.on_new_shape == ShapePolicy::kPad;
+  std::vector<int64_t> buckets_ = flags_.buckets;
+  BucketLearner learner_{flags_.max_graphs};
+  std::vector<TensorRef> pad_inputs_;
+  std::vector<TensorRef> pad_outputs_;
+  PadRows pad_rows_;
+
+  // The manager's graph-memory budget (null: none), the bytes of this
+  // instance it counts, and whether over_budget was logged.
+  const std::shared_ptr<MemoryBudget> budget_;
+  size_t budget_counted_ = 0;
+  bool over_budget_logged_ = false;
 
   MethodReport counters_;  // counts only; Report() fills the rest
 };

@@ -24,6 +24,7 @@ void MethodReport::AddDevice(const MethodReport& o) {
   memory.reserved_bytes += o.memory.reserved_bytes;
   memory.live_bytes += o.memory.live_bytes;
   memory.peak_bytes += o.memory.peak_bytes;
+  graph_memory_bytes += o.graph_memory_bytes;
   if (graphs_off_reason.empty()) graphs_off_reason = o.graphs_off_reason;
   devices += o.devices;
   last_capture_us = std::max(last_capture_us, o.last_capture_us);
@@ -52,6 +53,12 @@ std::string ShapesJson(const std::vector<std::vector<Shape>>& graphs) {
   return j + "]";
 }
 
+std::string IntsJson(const std::vector<int64_t>& v) {
+  std::string j = "[";
+  for (size_t i = 0; i < v.size(); ++i) j += (i ? "," : "") + std::to_string(v[i]);
+  return j + "]";
+}
+
 std::string FlagsJson(const MethodFlags& f) {
   return "{\"graphs\":" + std::string(f.graphs ? "true" : "false") +
          ",\"warmup_calls\":" + std::to_string(f.warmup_calls) + ",\"on_new_shape\":\"" +
@@ -60,7 +67,7 @@ std::string FlagsJson(const MethodFlags& f) {
          (f.copy_outputs ? "true" : "false") + ",\"binding\":\"" + std::string(BindingName(f.binding)) +
          "\",\"verify\":" + std::to_string(f.verify) +
          ",\"verify_every\":" + std::to_string(f.verify_every) + ",\"verify_tolerance\":" + JsonNumber(f.verify_tolerance) +
-         "}";
+         ",\"buckets\":" + IntsJson(f.buckets) + "}";
 }
 
 }  // namespace
@@ -80,6 +87,8 @@ std::string MethodReport::ToJson() const {
   j += ",\"memory\":{\"reserved_bytes\":" + std::to_string(memory.reserved_bytes) +
        ",\"live_bytes\":" + std::to_string(memory.live_bytes) + ",\"peak_bytes\":" + std::to_string(memory.peak_bytes) +
        "}";
+  j += ",\"buckets\":" + IntsJson(buckets);
+  j += ",\"graph_memory_bytes\":" + std::to_string(graph_memory_bytes);
   j += ",\"static_outputs\":" + std::to_string(static_outputs.size());
   j += ",\"devices\":" + std::to_string(devices);
   j += ",\"last_capture_us\":" + std::to_string(last_capture_us) + "}";

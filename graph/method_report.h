@@ -30,7 +30,13 @@
   X(check_failures)                                                                   \
   X(verified_launches) /* launches checked against an eager run */                    \
   X(verify_failures)   /* checked launches whose results differed */                 \
-  X(capture_us) /* microseconds in captures that made a graph: record to first launch */
+  X(capture_us) /* microseconds in captures that made a graph: record to first launch */ \
+  X(real_rows)         /* on_new_shape=pad: rows of the calls' batches */             \
+  X(padded_rows)       /* on_new_shape=pad: zero rows added up to the buckets */      \
+  X(bucket_changes)    /* learned buckets: choices that changed the buckets */        \
+  X(precaptures)       /* graphs captured by Method::Precapture */                    \
+  X(over_budget_calls) /* calls run eagerly for graph_memory_budget */                \
+  X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */
 
 namespace encore {
 
@@ -54,6 +60,12 @@ struct MethodReport {
   std::string binding_reason;
   int64_t rebind_sites = 0;
   MemoryStats memory;
+  // Under on_new_shape=pad: the buckets in force (listed, or learned so far).
+  std::vector<int64_t> buckets;
+  // The method's graph memory: the arena slabs its graphs hold (static
+  // inputs and outputs, capture scratch, staging tables), what
+  // ManagerOptions::graph_memory_budget counts. Summed over devices.
+  size_t graph_memory_bytes = 0;
   // With copy_outputs=false: the most recent graph's output buffers, valid
   // until the method's next call.
   std::vector<TensorRef> static_outputs;

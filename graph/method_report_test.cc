@@ -43,13 +43,19 @@ TEST(MethodReportTest, JsonCarriesEveryOtherField) {
   r.flags.verify = 3;
   r.flags.verify_tolerance = 0.5;
   r.last_capture_us = 812;
+  r.flags.on_new_shape = ShapePolicy::kPad;
+  r.flags.buckets = {1, 2, 4};
+  r.buckets = {3, 9};
+  r.graph_memory_bytes = 4096;
   const std::string j = r.ToJson();
   for (const char* want : {"\"name\":\"fwd\\\"x\"", "\"phase\":\"replay\"", "\"flags\":{\"graphs\":true",
                            "\"graphs_off_reason\":\"because\"", "\"captured_input_shapes\":[[[2,3]],[[4]]]",
                            "\"graph_nodes\":7", "\"memory\":{\"reserved_bytes\":11,\"live_bytes\":12,\"peak_bytes\":13}",
                            "\"static_outputs\":2", "\"devices\":2", "\"binding\":\"direct\"",
                            "\"binding_reason\":\"why\"", "\"rebind_sites\":5", "\"binding\":\"auto\",\"verify\":3",
-                           "\"verify_tolerance\":0.5", "\"last_capture_us\":812"}) {
+                           "\"verify_tolerance\":0.5", "\"last_capture_us\":812", "\"on_new_shape\":\"pad\"",
+                           "\"verify_tolerance\":0.5,\"buckets\":[1,2,4]}", "\"buckets\":[3,9]",
+                           "\"graph_memory_bytes\":4096"}) {
     EXPECT_NE(j.find(want), std::string::npos) << want << " in " << j;
   }
   EXPECT_NE(MethodReport{}.ToJson().find("\"graphs_off_reason\":null"), std::string::npos);
@@ -61,7 +67,13 @@ TEST(MethodReportTest, AddDeviceSumsEveryCounterAndMemory) {
   MethodReport b = Numbered(1000);
   b.memory = MemoryStats{10, 20, 30};
   b.graphs_off_reason = "b's reason";
+  a.graph_memory_bytes = 100;
+  b.graph_memory_bytes = 23;
+  a.buckets = {4};
+  b.buckets = {8};
   a.AddDevice(b);
+  EXPECT_EQ(a.graph_memory_bytes, 123u);
+  EXPECT_EQ(a.buckets, std::vector<int64_t>{4});  // the first device's
   int64_t va = 1, vb = 1000;
 #define ENCORE_X_(counter) EXPECT_EQ(a.counter, (va++) + (vb++)) << #counter;
   ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
@@ -94,7 +106,8 @@ TEST(MethodReportTest, CaptureTimesSumAndTheLastIsTheLargestDevicesLast) {
 TEST(MethodReportTest, JsonHasAKeyForEveryField) {
   const std::string j = MethodReport{}.ToJson();
   for (const char* key : {"name", "phase", "flags", "graphs_off_reason", "captured_input_shapes", "graph_nodes",
-                          "memory", "static_outputs", "devices", "last_capture_us"}) {
+                          "memory", "static_outputs", "devices", "last_capture_us", "binding", "binding_reason",
+                          "rebind_sites", "buckets", "graph_memory_bytes"}) {
     EXPECT_NE(j.find("\"" + std::string(key) + "\":"), std::string::npos) << key;
   }
 #define ENCORE_X_(counter) EXPECT_NE(j.find("\"" #counter "\":"), std::string::npos) << #counter;

@@ -236,7 +236,7 @@ TEST(ObservabilityGpuTest, RefusalsNameTheRemedyAndAreLoggedOncePerInterval) {
     ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
     if (k == 0) {
       EXPECT_EQ(s.message(),
-                "method 'forward': input 0 has size 4 in dim 0, captured with 2; set on_new_shape=recapture|eager "
+                "method 'forward': input 0 has size 4 in dim 0, captured with 2; set on_new_shape=recapture|eager|pad "
                 "for 'forward', or call Release()");
     }
   }

@@ -9,20 +9,59 @@ namespace {
 
 constexpr int kThreads = 256;
 
+__device__ uint64_t RowsBytes(RowGeometry g, uint64_t b, uint64_t total) {
+  const uint64_t bytes = b == 0 || g.row == 0 ? 0 : (b - 1) * g.stride + g.row;
+  return bytes < total ? bytes : total;
+}
+
+// Padded rows of a bucket: [dst, dst + n) set to 0.
+__device__ void ZeroBytes(char* dst, uint64_t n, uint64_t tid, uint64_t stride) {
+  if (((reinterpret_cast<uintptr_t>(dst) | n) & 15) == 0) {
+    uint4* d4 = reinterpret_cast<uint4*>(dst);
+    for (uint64_t i = tid; i < n / 16; i += stride) d4[i] = make_uint4(0, 0, 0, 0);
+  } else {
+    for (uint64_t i = tid; i < n; i += stride) dst[i] = 0;
+  }
+}
+
 __global__ void StageKernel(StageParams p) {
   const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
+  // A padded head: this launch's b, from the slot its number names.
+  __shared__ uint64_t launch, batch;
+  if (p.rows && !p.is_tail) {
+    if (threadIdx.x == 0) {
+      const volatile PadRowsShared* r = p.rows;
+      launch = r->launches;
+      batch = r->rows[launch % PadRowsShared::kSlots];
+    }
+    __syncthreads();
+  }
   if (!p.is_tail && first_block) {
     if (p.sequence && threadIdx.x == 0) *p.sequence += 1;
-    if (threadIdx.x < p.publish_count) p.table[p.table_base + threadIdx.x] = p.publish[threadIdx.x];
+    if (threadIdx.x < p.publish_count) {
+      p.table[p.table_base + threadIdx.x] = p.publish[threadIdx.x];
+      if (p.rows) p.bytes_table[p.table_base + threadIdx.x] = RowsBytes(p.out_rows[threadIdx.x], batch, ~0ull);
+    }
+    if (p.rows && threadIdx.x == 0) *p.launch_slot = launch;
+  }
+  if (p.is_tail && p.advance && first_block && threadIdx.x == 0) {
+    // The next launch's heads read the next slot; the host sees how far
+    // the device got.
+    volatile PadRowsShared* r = p.rows;
+    r->launches = *p.launch_slot + 1;
+    __threadfence_system();
   }
   const int c = blockIdx.y;
   if (c >= p.count) return;
   const char* src = static_cast<const char*>(p.copies[c].src);
   // A tail reads where to write from the table its launch's head filled in.
   char* dst = static_cast<char*>(p.is_tail ? p.table[p.table_base + c] : p.copies[c].dst);
-  const uint64_t bytes = p.copies[c].bytes;
+  const uint64_t total = p.copies[c].bytes;
+  uint64_t bytes = total;
+  if (p.rows) bytes = p.is_tail ? p.bytes_table[p.table_base + c] : RowsBytes(p.in_rows[c], batch, total);
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  if (p.rows && !p.is_tail && bytes < total) ZeroBytes(dst + bytes, total - bytes, tid, stride);
   if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0) {
     const uint64_t n16 = bytes / 16;
     const uint4* s4 = reinterpret_cast<const uint4*>(src);

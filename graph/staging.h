@@ -5,6 +5,14 @@
 // only the head's parameters change: one cudaGraphExecKernelNodeSetParams per
 // replay at most (measured on the H200 at about 1 us of CPU each), and none
 // when the addresses match one of the method's executable variants.
+//
+// Padded graphs (on_new_shape=pad) take each launch's batch b without any
+// CUDA call: the host writes b into a slot of a ring in mapped pinned host
+// memory (PadRowsShared) before the launch, the heads read the slot the
+// method's launch count names, copy b rows of each input and zero the rest
+// of the bucket's rows, and publish each output's b-row byte count for the
+// tail; the last tail counts the launch. A replay with a new b costs no
+// parameter rewrite at all (graph/pad_rows.h keeps the host side).
 #ifndef ENCORE_GRAPH_STAGING_H_
 #define ENCORE_GRAPH_STAGING_H_
 
@@ -20,6 +28,20 @@ struct StageCopy {
   uint64_t bytes;
 };
 
+// Shared by the host and a padded method's graphs.
+struct PadRowsShared {
+  static constexpr uint64_t kSlots = 1024;
+  uint64_t launches;      // padded launches whose last tail ran (device writes)
+  uint64_t rows[kSlots];  // b of launch n in rows[n % kSlots] (host writes)
+};
+
+// The rows of one tensor: b rows span (b - 1) * stride + row bytes (0 for b
+// = 0 or an empty row).
+struct RowGeometry {
+  uint64_t stride;
+  uint64_t row;
+};
+
 // Passed by value as the kernel's only argument.
 struct StageParams {
   static constexpr int kMaxCopies = 8;
@@ -30,6 +52,16 @@ struct StageParams {
   // Head of chunk 0 only: bumped once per launch; device checks read it to
   // say which call failed.
   unsigned long long* sequence;
+  // Padded graphs only (null and zero otherwise): the ring, the device
+  // word where heads tell the tail the launch's number, each copied
+  // input's and published output's rows (copies[c].bytes is the bucket's
+  // whole span), and, on the last tail, the flag to count the launch.
+  PadRowsShared* rows;
+  uint64_t* bytes_table;  // head writes, tail reads: bytes of each output to copy
+  uint64_t* launch_slot;
+  RowGeometry in_rows[kMaxCopies];
+  RowGeometry out_rows[kMaxCopies];
+  int advance;
   int count;          // copies used
   int publish_count;  // publish entries used (head)
   int table_base;     // table index of publish[0] (head) or copies[0] (tail)

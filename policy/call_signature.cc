@@ -150,7 +150,7 @@ std::string CallSignature::ToString() const {
 std::string RefusalRemedy(std::string_view method) {
   // The policies that accept a new shape; MethodFlags or the flags text
   // (ENCORE_METHOD_FLAGS) set them.
-  return "; set on_new_shape=recapture|eager for '" + std::string(method) + "', or call Release()";
+  return "; set on_new_shape=recapture|eager|pad for '" + std::string(method) + "', or call Release()";
 }
 
 }  // namespace encore

@@ -55,7 +55,7 @@ class CallSignature {
 };
 
 // What a refused call's message ends with, after Compare's text: how to make
-// such calls work ("; set on_new_shape=recapture|eager for 'forward', or
+// such calls work ("; set on_new_shape=recapture|eager|pad for 'forward', or
 // call Release()").
 std::string RefusalRemedy(std::string_view method);
 

@@ -110,7 +110,7 @@ namespace encore {
 namespace {
 
 TEST(RefusalRemedyTest, NamesThePoliciesTheMethodAndRelease) {
-  EXPECT_EQ(RefusalRemedy("forward"), "; set on_new_shape=recapture|eager for 'forward', or call Release()");
+  EXPECT_EQ(RefusalRemedy("forward"), "; set on_new_shape=recapture|eager|pad for 'forward', or call Release()");
 }
 
 }  // namespace

@@ -11,6 +11,9 @@ Action Decide(const DecisionInput& in) {
     case ShapePolicy::kRefuse: return Action::kRefuse;
     case ShapePolicy::kEager: return Action::kEagerOnce;
     case ShapePolicy::kRecapture: return Action::kRecapture;
+    // The call's bucket has no graph yet (graph/pad_buckets.cc asks with
+    // the call padded to its bucket).
+    case ShapePolicy::kPad: return Action::kRecapture;
   }
   return Action::kRefuse;
 }

@@ -39,6 +39,9 @@ TEST(DecideTest, NewShapeFollowsPolicy) {
   EXPECT_EQ(Decide(in), Action::kEagerOnce);
   f.on_new_shape = ShapePolicy::kRecapture;
   EXPECT_EQ(Decide(in), Action::kRecapture);
+  // Under pad a bucket without a graph gets one; the others stay kept.
+  f.on_new_shape = ShapePolicy::kPad;
+  EXPECT_EQ(Decide(in), Action::kRecapture);
 }
 
 TEST(ClassifyTest, RefusalsAndCudaCaptureErrorsAreExpected) {

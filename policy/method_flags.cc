@@ -80,6 +80,22 @@ std::optional<double> ParseDouble(std::string_view v) {
   return out;
 }
 
+// "1|2|4|8": positive, strictly ascending sizes; "" is the empty list
+// (learned buckets).
+std::optional<std::vector<int64_t>> ParseBuckets(std::string_view v) {
+  std::vector<int64_t> out;
+  if (v.empty()) return out;
+  for (std::string_view part : Split(v, '|')) {
+    part = Trim(part);
+    int64_t b = 0;
+    auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), b);
+    if (part.empty() || ec != std::errc() || p != part.data() + part.size() || b < 1) return std::nullopt;
+    if (!out.empty() && b <= out.back()) return std::nullopt;
+    out.push_back(b);
+  }
+  return out;
+}
+
 // The value of `all` whose name is `v`: the parser accepts exactly the
 // names that ShapePolicyName and CheckModeName print.
 template <class E>
@@ -106,7 +122,14 @@ std::string DecisionFlagsText(const MethodFlags& flags) {
          ",on_new_shape=" + std::string(ShapePolicyName(flags.on_new_shape)) +
          ",max_graphs=" + std::to_string(flags.max_graphs) +
          (flags.verify ? ",verify=" + std::to_string(flags.verify) : std::string()) +
-         (flags.verify_every ? ",verify_every=" + std::to_string(flags.verify_every) : std::string());
+         (flags.verify_every ? ",verify_every=" + std::to_string(flags.verify_every) : std::string()) +
+         (flags.buckets.empty() ? std::string() : ",buckets=" + BucketsText(flags.buckets));
+}
+
+std::string BucketsText(const std::vector<int64_t>& buckets) {
+  std::string s;
+  for (size_t i = 0; i < buckets.size(); ++i) s += (i ? "|" : "") + std::to_string(buckets[i]);
+  return s;
 }
 
 bool VerifiesLaunch(const MethodFlags& flags, int64_t graph_launch, int64_t replay) {
@@ -128,6 +151,7 @@ std::string_view ShapePolicyName(ShapePolicy p) {
     case ShapePolicy::kRefuse: return "refuse";
     case ShapePolicy::kEager: return "eager";
     case ShapePolicy::kRecapture: return "recapture";
+    case ShapePolicy::kPad: return "pad";
   }
   return "unknown";
 }
@@ -167,6 +191,19 @@ Status ValidateMethodFlags(const MethodFlags& f, std::string_view what) {
     return InvalidArgumentError(std::string(what) + ": verify_tolerance is " + std::to_string(f.verify_tolerance) +
                                 ", must be finite and >= 0");
   }
+  if (f.on_new_shape == ShapePolicy::kPad && (f.verify | f.verify_every) != 0 && !f.copy_outputs) {
+    // A padded graph's static outputs hold the bucket's rows, an eager
+    // re-run only the call's: there is nothing like for like to compare.
+    return InvalidArgumentError(std::string(what) +
+                                ": verify with on_new_shape=pad needs copy_outputs=on (the static outputs hold the "
+                                "bucket's rows, an eager run only the call's)");
+  }
+  for (size_t i = 0; i < f.buckets.size(); ++i) {
+    if (f.buckets[i] < 1 || (i > 0 && f.buckets[i] <= f.buckets[i - 1])) {
+      return InvalidArgumentError(std::string(what) + ": buckets are " + BucketsText(f.buckets) +
+                                  ", must be positive and strictly ascending");
+    }
+  }
   return OkStatus();
 }
 
@@ -181,6 +218,7 @@ void FlagOverrides::ApplyTo(MethodFlags& f) const {
   if (verify) f.verify = *verify;
   if (verify_every) f.verify_every = *verify_every;
   if (verify_tolerance) f.verify_tolerance = *verify_tolerance;
+  if (buckets) f.buckets = *buckets;
 }
 
 StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
@@ -220,9 +258,10 @@ StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
         o.max_graphs = ParseInt(value);
         if (!o.max_graphs || *o.max_graphs < 1) return Bad(kv, "max_graphs takes an integer >= 1");
       } else if (key == "on_new_shape") {
-        o.on_new_shape = ParseEnum(value, {ShapePolicy::kRefuse, ShapePolicy::kEager, ShapePolicy::kRecapture},
-                                   ShapePolicyName);
-        if (!o.on_new_shape) return Bad(kv, "on_new_shape takes refuse, eager or recapture");
+        o.on_new_shape = ParseEnum(
+            value, {ShapePolicy::kRefuse, ShapePolicy::kEager, ShapePolicy::kRecapture, ShapePolicy::kPad},
+            ShapePolicyName);
+        if (!o.on_new_shape) return Bad(kv, "on_new_shape takes refuse, eager, recapture or pad");
       } else if (key == "checks") {
         o.checks = ParseEnum(value, {CheckMode::kRecord, CheckMode::kTrap, CheckMode::kOff}, CheckModeName);
         if (!o.checks) return Bad(kv, "checks takes record, trap or off");
@@ -236,10 +275,13 @@ StatusOr<FlagsText> FlagsText::Parse(std::string_view text) {
       } else if (key == "verify_tolerance") {
         o.verify_tolerance = ParseDouble(value);
         if (!o.verify_tolerance) return Bad(kv, "verify_tolerance takes a finite number >= 0");
+      } else if (key == "buckets") {
+        o.buckets = ParseBuckets(value);
+        if (!o.buckets) return Bad(kv, "buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)");
       } else {
         return Bad(kv, "unknown flag '" + std::string(key) +
                            "' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, "
-                           "verify, verify_every, verify_tolerance)");
+                           "verify, verify_every, verify_tolerance, buckets)");
       }
     }
     out.entries_.push_back(std::move(fe));

@@ -15,7 +15,9 @@
 namespace encore {
 
 // What a replay does when a call's inputs or outputs differ from the capture's.
-enum class ShapePolicy { kRefuse, kEager, kRecapture };
+// kPad: dim 0 of every tensor is the batch, and a call of batch b replays the
+// graph of the smallest bucket >= b (MethodFlags::buckets), padded.
+enum class ShapePolicy { kRefuse, kEager, kRecapture, kPad };
 // What Call::Check does with a failed device check.
 enum class CheckMode { kRecord, kTrap, kOff };
 // How a graph reaches the caller's buffers: kStaged copies them into and out
@@ -27,12 +29,15 @@ enum class Binding { kStaged, kDirect, kAuto };
 std::string_view ShapePolicyName(ShapePolicy p);
 std::string_view CheckModeName(CheckMode m);
 std::string_view BindingName(Binding b);
+// "1|2|4|8" for {1, 2, 4, 8}; empty for none.
+std::string BucketsText(const std::vector<int64_t>& buckets);
 
 struct MethodFlags {
   bool graphs = true;
   int warmup_calls = 3;
   ShapePolicy on_new_shape = ShapePolicy::kRefuse;
   // Graphs kept per method under kRecapture; the least recently used goes.
+  // Under kPad with learned buckets, the most buckets learned.
   int max_graphs = 4;
   CheckMode checks = CheckMode::kRecord;
   bool copy_outputs = true;
@@ -44,6 +49,10 @@ struct MethodFlags {
   int verify_every = 0;
   // 0: outputs must be bitwise equal; else |graph - eager| <= tol * max(1, |eager|).
   double verify_tolerance = 0;
+  // Under kPad: the batch sizes graphs are captured for, ascending, each
+  // kept whatever max_graphs says; empty means learned from the calls
+  // (policy/learned_buckets.h). Flags text `buckets=1|2|4|8`.
+  std::vector<int64_t> buckets;
 
   friend bool operator==(const MethodFlags&, const MethodFlags&) = default;
 };
@@ -53,7 +62,8 @@ struct MethodFlags {
 // Ranks that vote on captures must agree on these: with different warmups,
 // one rank votes while another runs an eager collective, and NCCL pairs the
 // vote with that collective. verify and verify_every join the text only when
-// set, since each verified launch of several ranks is a vote. checks,
+// set, since each verified launch of several ranks is a vote; buckets join
+// it when listed, since they decide which captures happen. checks,
 // copy_outputs and verify_tolerance are left out: they change no decision.
 std::string DecisionFlagsText(const MethodFlags& flags);
 // A 64-bit FNV-1a hash of DecisionFlagsText, stable across processes and
@@ -67,7 +77,8 @@ uint64_t DecisionFlagsFingerprint(const MethodFlags& flags);
 bool VerifiesLaunch(const MethodFlags& flags, int64_t graph_launch, int64_t replay);
 
 // Checks ranges (warmup_calls >= 0, max_graphs >= 1, verify, verify_every
-// and verify_tolerance >= 0); `what` names the owner.
+// and verify_tolerance >= 0, buckets positive and strictly ascending);
+// `what` names the owner.
 Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
 
 // The flags one entry of the text sets; unset ones leave the base alone.
@@ -82,6 +93,7 @@ struct FlagOverrides {
   std::optional<int> verify;
   std::optional<int> verify_every;
   std::optional<double> verify_tolerance;
+  std::optional<std::vector<int64_t>> buckets;
 
   void ApplyTo(MethodFlags& flags) const;
 };

@@ -64,9 +64,14 @@ TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
       {"f:warmup=-1", "method flags: bad token 'warmup=-1': warmup takes an integer >= 0"},
       {"f:warmup=3x", "method flags: bad token 'warmup=3x': warmup takes an integer >= 0"},
       {"f:max_graphs=0", "method flags: bad token 'max_graphs=0': max_graphs takes an integer >= 1"},
-      {"f:on_new_shape=retry", "method flags: bad token 'on_new_shape=retry': on_new_shape takes refuse, eager or recapture"},
+      {"f:on_new_shape=retry", "method flags: bad token 'on_new_shape=retry': on_new_shape takes refuse, eager, recapture or pad"},
       {"f:checks=loud", "method flags: bad token 'checks=loud': checks takes record, trap or off"},
-      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance)"},
+      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance, buckets)"},
+      {"f:buckets=4|2", "method flags: bad token 'buckets=4|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=0|2", "method flags: bad token 'buckets=0|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=2|2", "method flags: bad token 'buckets=2|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=1||4", "method flags: bad token 'buckets=1||4': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=1|x", "method flags: bad token 'buckets=1|x': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
       {"f:graphs", "method flags: bad token 'graphs': expected key=value"},
       {"f:", "method flags: bad token 'f:': no flags after ':'"},
       {"f:graphs=on,,warmup=1", "method flags: bad token 'f:graphs=on,,warmup=1': empty flag"},
@@ -79,6 +84,47 @@ TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
     EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(t.status().message(), c.message) << c.text;
   }
+}
+
+// SPEC "Padding to buckets": on_new_shape=pad, buckets=1|2|4|8|16; an
+// empty list means learned buckets.
+TEST(FlagsTextTest, PadAndBuckets) {
+  auto t = FlagsText::Parse("serve:on_new_shape=pad,buckets=1|2|4|8|16;learn:on_new_shape=pad,buckets=,max_graphs=6");
+  ASSERT_TRUE(t.ok()) << t.status();
+  MethodFlags base;
+  base.buckets = {3};
+  MethodFlags s = t->Resolve("serve", base);
+  EXPECT_EQ(s.on_new_shape, ShapePolicy::kPad);
+  EXPECT_EQ(s.buckets, (std::vector<int64_t>{1, 2, 4, 8, 16}));
+  MethodFlags l = t->Resolve("learn", base);
+  EXPECT_EQ(l.on_new_shape, ShapePolicy::kPad);
+  EXPECT_TRUE(l.buckets.empty());
+  EXPECT_EQ(l.max_graphs, 6);
+  EXPECT_EQ(t->Resolve("other", base).buckets, std::vector<int64_t>{3});
+  EXPECT_EQ(ShapePolicyName(ShapePolicy::kPad), "pad");
+  EXPECT_EQ(BucketsText({1, 2, 4}), "1|2|4");
+  EXPECT_EQ(BucketsText({}), "");
+}
+
+TEST(MethodFlagsTest, BucketsMustBePositiveAndAscending) {
+  MethodFlags f;
+  f.on_new_shape = ShapePolicy::kPad;
+  f.buckets = {1, 4, 16};
+  EXPECT_TRUE(ValidateMethodFlags(f, "m").ok());
+  f.buckets = {4, 4};
+  EXPECT_EQ(ValidateMethodFlags(f, "method 'm'").message(),
+            "method 'm': buckets are 4|4, must be positive and strictly ascending");
+  f.buckets = {0, 4};
+  EXPECT_EQ(ValidateMethodFlags(f, "m").code(), StatusCode::kInvalidArgument);
+  f.buckets = {8, 4};
+  EXPECT_EQ(ValidateMethodFlags(f, "m").code(), StatusCode::kInvalidArgument);
+  f.buckets = {};
+  f.verify = 1;
+  EXPECT_TRUE(ValidateMethodFlags(f, "m").ok());
+  f.copy_outputs = false;
+  EXPECT_EQ(ValidateMethodFlags(f, "method 'm'").message(),
+            "method 'm': verify with on_new_shape=pad needs copy_outputs=on (the static outputs hold the bucket's "
+            "rows, an eager run only the call's)");
 }
 
 TEST(FlagsTextTest, UnknownMethodsAreListedNotRejected) {
@@ -115,6 +161,9 @@ TEST(MethodFlagsTest, DecisionFlagsTextNamesTheDecidingFlags) {
   f.on_new_shape = ShapePolicy::kRecapture;
   f.max_graphs = 9;
   EXPECT_EQ(DecisionFlagsText(f), "graphs=off,warmup=0,on_new_shape=recapture,max_graphs=9");
+  f.on_new_shape = ShapePolicy::kPad;
+  f.buckets = {2, 8};
+  EXPECT_EQ(DecisionFlagsText(f), "graphs=off,warmup=0,on_new_shape=pad,max_graphs=9,buckets=2|8");
 }
 
 TEST(MethodFlagsTest, FingerprintChangesWithEachDecidingFlagOnly) {
@@ -192,7 +241,12 @@ TEST(FlagsTextWhitespaceTest, InvisibleCharactersInAQuotedTokenAreShown) {
       {"f:graphs=o\rn", "method flags: bad token 'graphs=o\\rn': graphs takes on or off"},
       {"f:gra\x01phs=on",
        "method flags: bad token 'gra\\x01phs=on': unknown flag 'gra\\x01phs' (graphs, warmup, on_new_shape, "
-       "max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance)"},
+       "max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance, buckets)"},
+      {"f:buckets=4|2", "method flags: bad token 'buckets=4|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=0|2", "method flags: bad token 'buckets=0|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=2|2", "method flags: bad token 'buckets=2|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=1||4", "method flags: bad token 'buckets=1||4': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
+      {"f:buckets=1|x", "method flags: bad token 'buckets=1|x': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
       {"f\x7f:graphs=on", "method flags: bad token 'f\\x7f': not a method name (letters, digits, _ - . / or *)"},
       // A no-break space (U+00A0) is not ASCII whitespace.
       {"f:graphs=on\xc2\xa0", "method flags: bad token 'graphs=on\\xc2\\xa0': graphs takes on or off"},

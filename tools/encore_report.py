@@ -89,6 +89,17 @@ def method_rows(m):
     else:
         rows.append(("verification", "-"))
     rows.append(("device checks", "%s failed" % get(m, "check_failures")))
+    if flags.get("on_new_shape") == "pad" or m.get("buckets"):
+        real, padded = m.get("real_rows") or 0, m.get("padded_rows") or 0
+        share = 100.0 * padded / (real + padded) if real + padded else 0.0
+        kind = "listed" if flags.get("buckets") else "learned"
+        rows.append(("buckets", "%s (%s, %s changes); rows %s real, %s padded (%.1f%%)" % (
+            "|".join(str(b) for b in (m.get("buckets") or [])) or "-", kind, get(m, "bucket_changes"), real,
+            padded, share)))
+    if "graph_memory_bytes" in m:
+        rows.append(("graph memory", "%s; %s graphs dropped, %s calls eager for the budget; %s precaptured" % (
+            human_bytes(m.get("graph_memory_bytes")), get(m, "budget_drops"), get(m, "over_budget_calls"),
+            get(m, "precaptures"))))
     mem = m.get("memory") or {}
     rows.append(("memory", "reserved %s, live %s, peak %s" % (
         human_bytes(mem.get("reserved_bytes")), human_bytes(mem.get("live_bytes")),

@@ -34,6 +34,12 @@ out="$( { echo "event=captured method=forward"; printf 'report: '; cat "$report"
   { echo "FAIL: stdin input exited $?"; fail=1; }
 check stdin "$out" "method forward" "capture time   1500 us total, 700 us last"
 
+# Padding to buckets and graph memory (issue 16) show when present.
+out="$(echo '{"methods":[{"name":"s","flags":{"on_new_shape":"pad","buckets":[]},"buckets":[7,28,256],"real_rows":30,"padded_rows":10,"bucket_changes":2,"graph_memory_bytes":1048576,"budget_drops":1,"over_budget_calls":3,"precaptures":4}]}' |
+  python3 "$script")"
+check pad "$out" "buckets        7|28|256 (learned, 2 changes); rows 30 real, 10 padded (25.0%)" \
+  "graph memory   1.0 MiB; 1 graphs dropped, 3 calls eager for the budget; 4 precaptured"
+
 # Keys from other encore versions (binding, verification) show when present.
 out="$(echo '{"methods":[{"name":"f","binding":"direct","rebind_sites":3,"binding_reason":"","verified_launches":4,"verify_failures":0}]}' |
   python3 "$script")"
