@@ -62,6 +62,8 @@ void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
     // Nothing to scan.
   } else if (!flags_.copy_outputs) {
     facts.unsafe_reason = "copy_outputs=false: the caller reads the graph's own output buffers";
+  } else if (flags_.binding == Binding::kAuto && counters_.recaptures > kAutoMaxRecapturesForDirect) {
+    facts.recaptures = counters_.recaptures;  // no scan: ChooseBinding stages it for the cost
   } else if (!constants_) {
     facts.unsafe_reason =
         "the method cannot list its constants, and the capture's probe runs the graph twice, which would apply "

@@ -11,6 +11,12 @@ BindingChoice ChooseBinding(Binding requested, const BindingFacts& facts) {
                     "memset endpoints are not searched for the caller's buffers, so no node can be rebound to them"};
   }
   if (!facts.unsafe_reason.empty()) return {Binding::kStaged, asked + "staged, because " + facts.unsafe_reason};
+  if (requested == Binding::kAuto && facts.recaptures > kAutoMaxRecapturesForDirect) {
+    return {Binding::kStaged, asked + "staged, because the method has recaptured " +
+                                  std::to_string(facts.recaptures) + " times (more than " +
+                                  std::to_string(kAutoMaxRecapturesForDirect) +
+                                  "), and a direct capture costs more than its replays save"};
+  }
   if (requested == Binding::kAuto && !facts.addresses_recur && facts.rewrite_nodes > kAutoMaxRewriteNodes) {
     return {Binding::kStaged, asked + "staged, because a replay with new addresses would rewrite " +
                                   std::to_string(facts.rewrite_nodes) + " nodes (more than " +

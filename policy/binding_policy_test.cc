@@ -47,6 +47,19 @@ TEST(BindingPolicyTest, AutoStagesManyRewritesWithoutRecurringAddresses) {
   EXPECT_EQ(ChooseBinding(Binding::kAuto, f).binding, Binding::kDirect);
 }
 
+TEST(BindingPolicyTest, AutoStagesAMethodThatKeepsRecapturing) {
+  BindingFacts f;
+  f.scan_available = true;
+  f.recaptures = kAutoMaxRecapturesForDirect;
+  EXPECT_EQ(ChooseBinding(Binding::kAuto, f).binding, Binding::kDirect);
+  f.recaptures = kAutoMaxRecapturesForDirect + 1;
+  BindingChoice c = ChooseBinding(Binding::kAuto, f);
+  EXPECT_EQ(c.binding, Binding::kStaged);
+  EXPECT_EQ(c.reason, "binding=auto: staged, because the method has recaptured 9 times (more than 8), and a direct "
+                      "capture costs more than its replays save");
+  EXPECT_EQ(ChooseBinding(Binding::kDirect, f).binding, Binding::kDirect);
+}
+
 TEST(BindingPolicyTest, BigGraphsKeepOneExecutable) {
   EXPECT_EQ(MaxExecVariants(0), kMaxExecVariants);
   EXPECT_EQ(MaxExecVariants(2), kMaxExecVariants);
