@@ -7,17 +7,10 @@
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "encore/policy/binding_policy.h"
+#include "graph/address_set.h"  // private to graph/
 
 namespace encore {
 namespace {
-
-uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
-  uint64_t key = 14695981039346656037ull;
-  auto mix = [&key](const void* p) { key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull; };
-  for (const TensorRef& t : inputs) mix(t.data);
-  for (const TensorRef& t : outputs) mix(t.data);
-  return key;
-}
 
 std::string TensorName(int tensor, size_t num_inputs) {
   return tensor < static_cast<int>(num_inputs) ? "input " + std::to_string(tensor)
@@ -292,16 +285,13 @@ bool DirectGraph::Matches(const Variant& v, Args inputs, Args outputs) const {
 
 DirectGraph::Variant& DirectGraph::VariantForNewAddresses(Args inputs, Args outputs, int64_t* new_variants) {
   // As in ExecCache: an address set seen twice earns its own executable.
-  const uint64_t key = AddressSetKey(inputs, outputs);
-  const bool recurring = std::find(missed_.begin(), missed_.end(), key) != missed_.end();
+  const bool recurring = missed_.Recurs(AddressSetKey(inputs, outputs));
   if (recurring && variants_.size() < MaxExecVariants(nodes_)) {
     StatusOr<GraphExec> exec = GraphExec::Instantiate(graph_);
     if (exec.ok()) {
       variants_.push_back(Variant{*std::move(exec), StaticAddresses()});
       ++*new_variants;
     }
-  } else if (!recurring) {
-    missed_[missed_next_++ % missed_.size()] = key;
   }
   return variants_.back();
 }

@@ -27,6 +27,7 @@
 #include "encore/core/tensor.h"
 #include "encore/graph/graph.h"
 #include "encore/graph/staging.h"
+#include "graph/address_set.h"  // private to graph/
 
 namespace encore {
 
@@ -143,8 +144,7 @@ class DirectGraph {
   int64_t binds_ = 0;
   int64_t rewrites_ = 0;
   std::vector<Variant> variants_;  // most recently used first
-  std::array<uint64_t, 16> missed_{};
-  size_t missed_next_ = 0;
+  MissRing missed_;
 };
 
 // Whether any two of the caller's tensors share a byte (empty ones never do).

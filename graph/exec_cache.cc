@@ -1,5 +1,7 @@
 #include "graph/exec_cache.h"  // private to graph/
 
+#include "graph/address_set.h"  // private to graph/
+
 #include <algorithm>
 #include <utility>
 
@@ -7,18 +9,6 @@
 #include "encore/core/cuda_error.h"
 
 namespace encore {
-namespace {
-
-// FNV-1a over the caller's addresses: the key of an address set.
-uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
-  uint64_t key = 14695981039346656037ull;
-  auto mix = [&key](const void* p) { key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull; };
-  for (const TensorRef& t : inputs) mix(t.data);
-  for (const TensorRef& t : outputs) mix(t.data);
-  return key;
-}
-
-}  // namespace
 
 size_t ExecCache::Find(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const {
   for (size_t i = 0; i < entries_.size(); ++i) {
@@ -82,8 +72,7 @@ ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const Te
   // allocator) come back to the same sets, so a set seen twice gets its own
   // executable and later costs no parameter rewrite at all; a set seen once
   // reuses the least recently used executable with one rewrite per head node.
-  const uint64_t key = AddressSetKey(inputs, outputs);
-  const bool recurring = std::find(g.missed.begin(), g.missed.end(), key) != g.missed.end();
+  const bool recurring = g.missed.Recurs(AddressSetKey(inputs, outputs));
   if (recurring && g.variants.size() < MaxExecVariants(g.nodes)) {
     StatusOr<GraphExec> exec = GraphExec::Instantiate(*g.graph);
     if (exec.ok()) {
@@ -92,8 +81,6 @@ ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const Te
     } else {
       log_->Warn("variant_failed", {{"method", *method_}, {"error", exec.status().message()}});
     }
-  } else if (!recurring) {
-    g.missed[g.missed_next++ % g.missed.size()] = key;
   }
   return g.variants.back();
 }

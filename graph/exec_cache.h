@@ -21,6 +21,7 @@
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
 #include "encore/graph/graph.h"
+#include "graph/address_set.h"   // private to graph/
 #include "graph/direct_graph.h"  // private to graph/
 #include "encore/graph/staging.h"
 #include "encore/policy/binding_policy.h"
@@ -59,8 +60,7 @@ struct GraphEntry {
   std::vector<TensorRef> static_outputs;
   // Hashes of recent address sets that matched no variant: a set seen twice
   // earns its own executable.
-  std::array<uint64_t, 16> missed{};
-  size_t missed_next = 0;
+  MissRing missed;
   // Launches of this graph, the capture launch included (verification
   // checks the first few of every graph).
   int64_t launches = 0;

@@ -1,0 +1,41 @@
+// The key of a call's address set, and the ring of recent keys that no
+// executable held: a set seen twice earns its own executable (ExecCache for
+// staged graphs, DirectGraph for direct ones). Internal to graph/.
+#ifndef ENCORE_GRAPH_ADDRESS_SET_H_
+#define ENCORE_GRAPH_ADDRESS_SET_H_
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "encore/core/tensor.h"
+
+namespace encore {
+
+// FNV-1a over the caller's addresses.
+inline uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  uint64_t key = 14695981039346656037ull;
+  auto mix = [&key](const void* p) { key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull; };
+  for (const TensorRef& t : inputs) mix(t.data);
+  for (const TensorRef& t : outputs) mix(t.data);
+  return key;
+}
+
+class MissRing {
+ public:
+  // True when `key` missed before (it recurs); else remembers it.
+  bool Recurs(uint64_t key) {
+    if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) return true;
+    keys_[next_++ % keys_.size()] = key;
+    return false;
+  }
+
+ private:
+  std::array<uint64_t, 16> keys_{};
+  size_t next_ = 0;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_ADDRESS_SET_H_
