@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "encore/core/cuda_api.h"
+#include "encore/allocator/graph_arena.h"
 #include "encore/core/cuda_error.h"
 #include "encore/policy/binding_policy.h"
 #include "graph/address_set.h"  // private to graph/
@@ -34,6 +35,14 @@ StatusOr<std::vector<cudaGraphNode_t>> Nodes(cudaGraph_t g) {
 }
 
 }  // namespace
+
+bool AlignedLikeStatic(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  uintptr_t bits = 0;
+  for (auto refs : {inputs, outputs}) {
+    for (const TensorRef& t : refs) bits |= t.span_bytes() > 0 ? reinterpret_cast<uintptr_t>(t.data) : 0;
+  }
+  return bits % GraphArena::kAlignment == 0;
+}
 
 bool TensorsOverlap(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
   std::vector<std::pair<uintptr_t, uintptr_t>> spans;
@@ -190,8 +199,14 @@ Status DirectGraph::ScanKernel(cudaGraphNode_t node, bool in_child) {
   // aligned in the parameter buffer.
   for (size_t w = 0; w + 8 <= total; w += 8) {
     uint64_t delta = 0;
-    const int t = FindTensor(static_cast<uintptr_t>(k.args[w / 8]), &delta);
+    const uintptr_t word = static_cast<uintptr_t>(k.args[w / 8]);
+    const int t = FindTensor(word, &delta);
     if (t >= 0) k.refs.push_back(WordRef{w, t, delta});
+    if (int end = EndOf(word); t < 0 && end >= 0) {
+      unsafe_ = "a kernel parameter points one past the end of " + TensorName(end, num_inputs_) +
+                " (an end pointer), which encore does not rebind";
+      return OkStatus();
+    }
   }
   if (k.refs.empty()) return OkStatus();
   if (in_child) {
@@ -243,6 +258,13 @@ int DirectGraph::FindTensor(uintptr_t w, uint64_t* delta) const {
       *delta = w - r.base;
       return static_cast<int>(t);
     }
+  }
+  return -1;
+}
+
+int DirectGraph::EndOf(uintptr_t w) const {
+  for (size_t t = 0; t < ranges_.size(); ++t) {
+    if (ranges_[t].bytes > 0 && w == ranges_[t].base + ranges_[t].bytes) return static_cast<int>(t);
   }
   return -1;
 }
@@ -302,9 +324,12 @@ StatusOr<const GraphExec*> DirectGraph::Bind(Args inputs, Args outputs, int64_t*
   while (vi < variants_.size() && !Matches(variants_[vi], inputs, outputs)) ++vi;
   if (vi == variants_.size()) {
     ++rewrites_;
-    // Overlapping tensors bound in place could read what the graph wrote;
-    // staging copies first, so the caller gets staging's answer.
-    if (TensorsOverlap(inputs, outputs)) return static_cast<const GraphExec*>(nullptr);
+    // Overlapping tensors bound in place could read what the graph wrote,
+    // and a kernel chosen at capture for the static buffers' 256-byte
+    // alignment may need it (vector loads): staging answers those calls.
+    if (TensorsOverlap(inputs, outputs) || !AlignedLikeStatic(inputs, outputs)) {
+      return static_cast<const GraphExec*>(nullptr);
+    }
     Variant& v = VariantForNewAddresses(inputs, outputs, new_variants);
     ENCORE_RETURN_IF_ERROR(Rewrite(v, inputs, outputs));
     vi = variants_.size() - 1;

@@ -118,6 +118,8 @@ class DirectGraph {
   Status Scan(cudaGraph_t g, bool in_child);
   Status ScanKernel(cudaGraphNode_t node, bool in_child);
   Status ScanEndpoints(cudaGraphNode_t node, bool is_memset, bool in_child);
+  // The tensor one past whose end `w` points, or -1.
+  int EndOf(uintptr_t w) const;
   // The tensor whose bytes hold address `w`, or -1.
   int FindTensor(uintptr_t w, uint64_t* delta) const;
   void CheckEveryTensorReferenced(size_t num_inputs);
@@ -147,6 +149,9 @@ class DirectGraph {
   MissRing missed_;
 };
 
+// Whether every non-empty tensor starts on the 256-byte boundary the static
+// buffers, and so the captured kernels, had.
+bool AlignedLikeStatic(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
 // Whether any two of the caller's tensors share a byte (empty ones never do).
 bool TensorsOverlap(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
 

@@ -120,6 +120,9 @@ void MethodInstance::FinishProbe(GraphEntry& e, VerifiedLaunch* probe, Args outp
                                  int64_t index) {
   if (probe == nullptr || !e.direct) return;
   if (Status s = probe->Rewind(stream); !s.ok()) {
+    // Some regions may already hold their "before" copy: put back what the
+    // staged launch left.
+    (void)probe->KeepGraphResult(stream);
     StageInstead(e, "the probe could not rewind the device state (" + std::string(s.message()) + ")", index);
     return;
   }

@@ -65,7 +65,9 @@ Status MethodInstance::AllocateStaticBuffers(CaptureJob& job, Args inputs, Args 
   for (const auto& [refs, out] : {std::pair{inputs, &e.static_inputs}, std::pair{outputs, &e.static_outputs}}) {
     for (const TensorRef& t : refs) {
       TensorRef s = t;
-      ENCORE_ASSIGN_OR_RETURN(s.data, arena_.AllocateCapture(t.span_bytes()));
+      // One byte more, so no static buffer ends where the next begins: a
+      // direct graph's scan can then tell an end pointer from a base.
+      ENCORE_ASSIGN_OR_RETURN(s.data, arena_.AllocateCapture(t.span_bytes() + 1));
       out->push_back(s);
     }
   }
