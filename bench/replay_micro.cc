@@ -12,6 +12,7 @@
 
 #include "encore/bench/bench_util.h"
 #include "encore/bench/micro_kernels.h"
+#include "encore/core/cuda_api.h"
 #include "encore/encore.h"
 #include "encore/graph/staging.h"
 
@@ -47,7 +48,7 @@ cudaGraphNode_t LastNode(cudaStream_t s) {
   cudaStreamCaptureStatus st;
   const cudaGraphNode_t* deps = nullptr;
   size_t n = 0;
-  CK(cudaStreamGetCaptureInfo(s, &st, nullptr, nullptr, &deps, nullptr, &n));
+  CK(encore_cudaStreamGetCaptureInfo(s, &st, &deps, &n));  // CUDA 12 and 13 differ here
   return deps[0];
 }
 
