@@ -25,11 +25,13 @@
 # headers, as a CUDA 12 user's would be by theirs, and linked with CUDA 12's
 # runtime. The C++ code (every .cc file) sees only CUDA 12's headers.
 #
-# Bazel runs with its own output base under the cache folder, so the main
+# Bazel runs on a copy of this tree (git's files and uncommitted changes, no
+# bazel-* links) under the cache folder, with its own output base, so the main
 # build's outputs are left alone; @cuda points at the CUDA 12 tree through
-# CUDA_PATH (see third_party/cuda/cuda_configure.bzl).
+# CUDA_PATH and ENCORE_NVCC (see third_party/cuda/cuda_configure.bzl).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo_root="$(pwd)"
 
 say() { echo "cuda12_check: $*" >&2; }
 die() { say "ERROR: $*"; exit 2; }
@@ -91,11 +93,23 @@ setup_version() {
   tree="$(cuda_tree "$version")" || exit 2
   [[ -x "$nvcc" ]] || die "no nvcc at $nvcc to compile the .cu files (set ENCORE_NVCC)"
   export CUDA_PATH="$tree" ENCORE_NVCC="$nvcc"
-  unset NCCL_HOME  # NCCL is found (or not) as a user's build would find it
-  # One output base per workspace, shared by the versions (they differ only
-  # in @cuda); it exits after 10 idle minutes.
+  # NCCL_HOME, if set, is honoured as in any build; unset, NCCL is searched for
+  # in the CUDA 12 tree and the system, and its targets skipped if absent.
+  # Bazel runs on a copy of the tree under the cache, with its own output
+  # base (shared by the versions, which differ only in @cuda; the server exits
+  # after 10 idle minutes): a second output base in this tree would read the
+  # main build's bazel-* links as packages.
   local key
-  key="$(pwd | cksum | cut -d' ' -f1)"
+  cd "$repo_root" || exit 2
+  key="$(cksum <<<"$repo_root" | cut -d' ' -f1)"
+  # What gpu_suite.sh records as the source of a staged folder.
+  ENCORE_SOURCE_COMMIT="$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  export ENCORE_SOURCE_COMMIT
+  copy="$cache/src/$key"
+  rm -rf "$copy" && mkdir -p "$copy" || die "cannot create $copy"
+  tar -C . --exclude='./bazel-*' --exclude='./examples/consumer/bazel-*' --exclude='./gpu_bin*' \
+    --exclude=./.git --exclude=./.device -cf - . | tar -C "$copy" -xf - || die "cannot copy the tree to $copy"
+  cd "$copy" || exit 2
   ENCORE_BAZEL="bazel --output_base=$cache/bazel/$key --max_idle_secs=600"
   export ENCORE_BAZEL
   bazel_flags=(--color=no --curses=no --show_progress_rate_limit=60 --keep_going)
@@ -119,6 +133,7 @@ check_version() {
     say "CUDA $version: bazel build //... (compile only)"
     "${bazel[@]}" build "${bazel_flags[@]}" //...
     rc=$?
+    tools/nccl_note.sh "cuda12_check: CUDA $version" >&2
     if ((rc == 0)); then
       say "CUDA $version: every target built"
     else
@@ -137,6 +152,7 @@ check_version() {
     *) say "CUDA $version: bazel test exited with $rc: the build failed (see the errors above)"
        failed=$((failed + 1)) ;;
   esac
+  tools/nccl_note.sh "cuda12_check: CUDA $version" >&2
   local line
   line="$(python3 tools/test_summary.py --bep "$bep" --test_tag_filters=-gpu | tail -n1)"
   rm -f "$bep"
@@ -151,6 +167,7 @@ do_stage() {
   (($# >= 2)) || die "usage: tools/cuda12_check.sh stage VERSION DIR [--no-bench] [BAZEL_FLAGS...]"
   local version="$1" dir="$2"
   shift 2
+  mkdir -p "$dir" && dir="$(cd "$dir" && pwd)" || die "cannot create $dir"
   setup_version "$version"
   GPU_BIN="$dir" tools/gpu_suite.sh build "${bazel_flags[@]}" "$@"
 }

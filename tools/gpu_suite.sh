@@ -78,8 +78,7 @@ do_build() {
   local skip='set()'
   if grep -q '^NCCL_FOUND = False' "$output_base/external/cuda/defs.bzl" 2>/dev/null; then
     skip='rdeps(//..., @cuda//:nccl)'
-    say "NCCL not found (set NCCL_HOME): not staging $("${bazel[@]}" query --noshow_progress "$skip" 2>/dev/null |
-      grep -v '^@' | tr '\n' ' ')"
+    tools/nccl_note.sh gpu_suite >&2
   fi
   local cuda_version
   cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$output_base/external/cuda/defs.bzl" 2>/dev/null)"
@@ -108,7 +107,7 @@ do_build() {
 
   {
     echo "# encore gpu_bin: staged by tools/gpu_suite.sh build"
-    echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+    echo "# commit ${ENCORE_SOURCE_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')}"
     echo "# built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
     echo "# CUDA ${cuda_version:-unknown} (@cuda), bazel build ${bazel_args[*]}"
   } >"$gpu_bin/MANIFEST"

@@ -9,8 +9,9 @@ one of the environment variables below refetches it):
                 Set it when the toolkit tree has no compiler (tools/cuda12_check.sh
                 builds against CUDA 12 headers and runtime from PyPI that way).
   NCCL_HOME     where NCCL is installed (include/nccl.h, lib/ or lib64/ with
-                libnccl.so); otherwise the toolkit, then the system's include and
-                library directories (multiarch ones included) are searched.
+                libnccl.so), and then only there; unset, the toolkit, then the
+                system's include and library directories (multiarch ones
+                included) are searched.
                 Without NCCL, @cuda//:nccl is incompatible with every platform, so
                 `//...` skips the targets that need it and everything else builds.
 
@@ -66,12 +67,10 @@ def _find_nccl(rctx, cuda_root):
     candidates = []
     nccl_home = rctx.os.environ.get("NCCL_HOME", "")
     if nccl_home:
+        # The user named one: no other NCCL is taken silently in its place.
         candidates.append((nccl_home + "/include", [nccl_home + "/lib", nccl_home + "/lib64"], "$NCCL_HOME"))
-    candidates.append((cuda_root + "/include", [cuda_root + "/lib64", cuda_root + "/lib"], "the CUDA toolkit"))
-    system_libs = ["/usr/lib/" + triplet] if triplet else []
-    candidates.append(("/usr/include", system_libs + ["/usr/lib64", "/usr/lib"], "the system"))
-    local_libs = ["/usr/local/lib/" + triplet] if triplet else []
-    candidates.append(("/usr/local/include", local_libs + ["/usr/local/lib64", "/usr/local/lib"], "/usr/local"))
+    else:
+        candidates.extend(_default_nccl_candidates(cuda_root, triplet))
     searched = []
     for inc, libs, where in candidates:
         for lib in libs:
@@ -79,6 +78,15 @@ def _find_nccl(rctx, cuda_root):
             if _exists(rctx, inc + "/nccl.h") and (_exists(rctx, lib + "/libnccl.so") or _exists(rctx, lib + "/libnccl.so.2")):
                 return struct(include = inc, lib = lib, where = where), searched
     return None, searched
+
+def _default_nccl_candidates(cuda_root, triplet):
+    candidates = []
+    candidates.append((cuda_root + "/include", [cuda_root + "/lib64", cuda_root + "/lib"], "the CUDA toolkit"))
+    system_libs = ["/usr/lib/" + triplet] if triplet else []
+    candidates.append(("/usr/include", system_libs + ["/usr/lib64", "/usr/lib"], "the system"))
+    local_libs = ["/usr/local/lib/" + triplet] if triplet else []
+    candidates.append(("/usr/local/include", local_libs + ["/usr/local/lib64", "/usr/local/lib"], "/usr/local"))
+    return candidates
 
 def _cudart_shared_name(rctx, lib, major):
     for name in ["libcudart.so", "libcudart.so.%d" % major]:
