@@ -126,7 +126,7 @@ nvcc_path="${ENCORE_NVCC:-$cuda_root/bin/nvcc}"
 [[ -e "$nvcc_path" ]] || cuda_missing+=("$nvcc_path")
 [[ -e "$cuda_root/include/cuda_runtime.h" ]] || cuda_missing+=("$cuda_root/include/cuda_runtime.h")
 # A static or a shared runtime (lib64/ or lib/; //tools:cudart picks one).
-ls "$cuda_root"/lib64/libcudart* "$cuda_root"/lib/libcudart* >/dev/null 2>&1 ||
+compgen -G "$cuda_root/lib64/libcudart*" >/dev/null || compgen -G "$cuda_root/lib/libcudart*" >/dev/null ||
   cuda_missing+=("$cuda_root/lib64/libcudart_static.a or libcudart.so")
 if ((${#cuda_missing[@]})); then
   die "no usable CUDA toolkit at '$cuda_root' ($cuda_from): missing ${cuda_missing[*]}. Install NVIDIA's CUDA toolkit (12.4 or newer; https://developer.nvidia.com/cuda-downloads) and set CUDA_PATH to its root if it is not /usr/local/cuda. No GPU is needed to build."
