@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """External repositories encore needs; call encore_dependencies() from a WORKSPACE.
 
 encore_dependencies() declares @cuda (the local CUDA toolkit and NCCL, see

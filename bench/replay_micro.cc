@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // replay_micro [K]: where a replay's time goes. K kernels of work (256 floats,
 // out = in + 1, then out += 1) behind staging nodes, with 0, 1 or 2 kernel-parameter
 // rewrites per launch, against the bare graph and encore's Method::Run.

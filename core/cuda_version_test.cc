@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA headers a build compiled against are @cuda's (not another
 // toolkit's on the include path), and the runtime it linked is the same
 // version: tools/cuda12_check.sh builds against CUDA 12's from PyPI on a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Makes a fresh Debian 12 machine ready to build and test encore, and does
 # nothing on a machine that already is. Safe to run again and again; needs no
 # root when everything is present.

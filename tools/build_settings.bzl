@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Command-line build settings, without bazel_skylib (encore builds offline).
 
 In encore's own workspace: --//tools:NAME=VALUE; from a workspace that uses

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """encore_cuda_library: .cu files compiled by nvcc, feeding a cc_library.
 
 nvcc sees the same include paths and defines as a cc_library with the same

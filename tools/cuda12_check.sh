@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # encore against CUDA 12, on a machine whose toolkit is CUDA 13.
 #
 #   tools/cuda12_check.sh [--compile-only] [VERSION[:compile-only]...]

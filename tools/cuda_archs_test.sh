@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU code nvcc put in an object equals what //tools:cuda_archs asked for,
 # and kBuiltCudaArchs (which "no kernel image" errors quote) says the same.
 #   cuda_archs_test.sh FATBIN_ARCHS_PY NVCC_OBJECT CUDA_ARCHS_H

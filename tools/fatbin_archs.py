@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Lists the GPU code inside an object or binary built by nvcc (no cuobjdump needed).
 
     fatbin_archs.py FILE      prints e.g. `sm_80 sm_90 compute_90`, one word per

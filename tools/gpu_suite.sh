@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # GPU tests, examples and benchmarks for a GPU machine that has no Bazel.
 #
 #   tools/gpu_suite.sh build [--no-bench] [BAZEL_BUILD_FLAGS...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints one line when the last build had no NCCL: which targets it skipped
 # and how to get them. Prints nothing when NCCL was found.
 #   tools/nccl_note.sh PREFIX     (PREFIX starts the line, e.g. "run_tests")

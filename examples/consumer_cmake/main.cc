@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Uses an installed encore through find_package(encore). Runs anywhere: it
 // touches no GPU.
 #include <iostream>

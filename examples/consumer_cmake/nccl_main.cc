@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds against encore's NCCL target; without a communicator it only shows
 // that NcclConsensus refuses a null one with a Status instead of crashing.
 #include <chrono>

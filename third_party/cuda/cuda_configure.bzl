@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """@cuda: the local CUDA toolkit (headers, cudart, nvcc) and NCCL as a repository.
 
 Where things are found (each decided when the repository is fetched; changing

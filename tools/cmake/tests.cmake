@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # encore's CPU tests under ctest: the same cc_test targets Bazel runs without
 # a GPU (.ci/run checks that this list and Bazel's agree).
 set(ENCORE_CPU_TESTS
