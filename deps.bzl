@@ -1,9 +1,17 @@
+# SPDX-License-Identifier: Apache-2.0
 """External repositories encore needs; call encore_dependencies() from a WORKSPACE.
 
-Everything resolves offline: the CUDA toolkit and Debian's spdlog, fmt and
-GoogleTest come from the machine, and the rules Bazel 4.2.3 loads on its own
-(rules_cc, rules_java, remote_coverage_tools) are small stand-ins kept in
-third_party/ because Debian's bazel-rules-cc is too new for 4.2.3.
+encore_dependencies() declares @cuda (the local CUDA toolkit and NCCL, see
+third_party/cuda/cuda_configure.bzl) unless the workspace already has a
+repository of that name; Debian's spdlog, fmt and GoogleTest come from the
+machine.
+
+encore_offline_rules() is for workspaces that build with no network (encore's
+own, its examples): it declares small stand-ins for the rules Bazel 4.2.3
+fetches on its own (rules_cc, rules_java, remote_coverage_tools), kept in
+third_party/ because Debian's bazel-rules-cc is too new for 4.2.3. A project
+with network access, or its own rules_cc, should not call it: the stand-ins
+would shadow the real rules.
 """
 
 load("@encore//third_party/cuda:cuda_configure.bzl", "cuda_configure")
@@ -25,13 +33,13 @@ _standin_repository = repository_rule(
 )
 
 def _standin(name, files, packages, build = None):
-    if name in native.existing_rules():
+    if native.existing_rule(name):
         return
     kwargs = {"build": build} if build else {}
     _standin_repository(name = name, files = files, packages = packages, **kwargs)
 
-def encore_dependencies():
-    """Declares @cuda and the offline stand-ins unless the caller already has them."""
+def encore_offline_rules():
+    """Stand-ins for rules_cc, rules_java and remote_coverage_tools, for offline builds."""
     _standin("rules_cc", {"@encore//third_party/standins:rules_cc_defs.bzl": "cc/defs.bzl"}, ["", "cc"])
     _standin("rules_java", {"@encore//third_party/standins:rules_java_defs.bzl": "java/defs.bzl"}, ["", "java"])
     _standin(
@@ -45,5 +53,8 @@ def encore_dependencies():
             "",
         ]),
     )
-    if "cuda" not in native.existing_rules():
+
+def encore_dependencies():
+    """Declares @cuda unless the workspace already has it."""
+    if not native.existing_rule("cuda"):
         cuda_configure(name = "cuda")

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // encore: CUDA graph capture and replay for the methods of an application.
 // This umbrella header brings in the whole public surface.
 #ifndef ENCORE_ENCORE_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // encore.h brings in the public surface and nothing internal: no spdlog, no
 // graph arena or ledger, no EventLog. Each internal header defines its guard,
 // so a guard seen here means encore.h included it.

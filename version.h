@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // encore's version: `#include "encore/version.h"`.
 #ifndef ENCORE_VERSION_H_
 #define ENCORE_VERSION_H_

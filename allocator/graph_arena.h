@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GraphArena: the memory a method's calls get through Call::Allocate, and the
 // static input/output buffers of its graphs.
 //

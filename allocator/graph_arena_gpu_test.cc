@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph memory through the manager, with failures injected at every stage of
 // a capture: the call still returns the eager result, graphs go off, exactly
 // what was allocated is freed once, and device memory returns to its level.

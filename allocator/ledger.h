@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AllocationLedger: who owns each block of graph memory. A capture's new
 // blocks are pending until its graph's first launch succeeds; then they are
 // committed (the method's, shared by its graphs). A failed capture takes back

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MemoryStats: what a method's graph memory looks like, for reports.
 #ifndef ENCORE_ALLOCATOR_MEMORY_STATS_H_
 #define ENCORE_ALLOCATOR_MEMORY_STATS_H_

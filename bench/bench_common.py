@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the PyTorch benchmarks share: how calls are timed, and where their
 JSON goes (the --json path, plus a copy in $OUT and in $RESULTS when set;
 tools/gpu_suite.sh bench sets RESULTS). A module, not a benchmark:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the C++ benchmarks share: how a call is timed and where results go.
 #ifndef ENCORE_BENCH_BENCH_UTIL_H_
 #define ENCORE_BENCH_BENCH_UTIL_H_

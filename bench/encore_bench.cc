@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // encore_bench: what a call costs, encore against raw CUDA graphs.
 //
 // A method of K tiny kernels on 256 floats (out = in + 1, then K-1 times

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernels for replay_micro: a one-copy staging kernel with small parameters
 // and the unit of work (out = in + 1).
 #ifndef ENCORE_BENCH_MICRO_KERNELS_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // replay_micro [K]: where a replay's time goes. K kernels of work (256 floats,
 // out = in + 1, then out += 1) behind staging nodes, with 0, 1 or 2 kernel-parameter
 // rewrites per launch, against the bare graph and encore's Method::Run.
@@ -12,6 +13,7 @@
 
 #include "encore/bench/bench_util.h"
 #include "encore/bench/micro_kernels.h"
+#include "encore/core/cuda_api.h"
 #include "encore/encore.h"
 #include "encore/graph/staging.h"
 
@@ -47,7 +49,7 @@ cudaGraphNode_t LastNode(cudaStream_t s) {
   cudaStreamCaptureStatus st;
   const cudaGraphNode_t* deps = nullptr;
   size_t n = 0;
-  CK(cudaStreamGetCaptureInfo(s, &st, nullptr, nullptr, &deps, nullptr, &n));
+  CK(encore_cudaStreamGetCaptureInfo(s, &st, &deps, &n));  // CUDA 12 and 13 differ here
   return deps[0];
 }
 

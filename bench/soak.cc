@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Soak: 1,000,000 calls of a small method under on_new_shape=recapture, the
 // caller's input and output rotating over 8 buffer pairs and the shape
 // changing every 10,000 calls (three shapes, two graphs kept, so every change

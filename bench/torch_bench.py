@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch's side of encore_bench: the same K tiny kernels per call.
 
 For K in {1, 8, 32, 128, 512}, on 256 floats, with the caller's input and

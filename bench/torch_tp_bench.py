@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch's side of tp_bench: a tensor-parallel step on every visible GPU.
 
 One process per visible GPU (torch.multiprocessing.spawn, NCCL over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tp_bench: a tensor-parallel step on every visible GPU (one rank per GPU,
 // threads, one NCCL communicator), encore against eager and a raw CUDA graph.
 //

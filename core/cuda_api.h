@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault seam: every CUDA runtime call encore makes goes through one table
 // of function pointers (kernel launches excepted: their errors are read back
 // through GetLastError, which is in the table).

@@ -1,6 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/core/cuda_error.h"
 
 #include <string>
+
+#include "encore/core/cuda_archs.h"
 
 namespace encore {
 
@@ -15,6 +18,18 @@ bool IsCaptureError(cudaError_t err) {
     case cudaErrorStreamCaptureImplicit:
     case cudaErrorStreamCaptureWrongThread:
     case cudaErrorCapturedEvent:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsMissingKernelImageError(cudaError_t err) {
+  switch (err) {
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorInvalidKernelImage:
+    case cudaErrorInvalidPtx:
+    case cudaErrorUnsupportedPtxVersion:
       return true;
     default:
       return false;
@@ -83,6 +98,13 @@ Status CudaStatus(cudaError_t err, std::string_view api, std::string_view contex
   msg += cudaGetErrorString(err);
   msg += ")";
   if (IsContextLostError(err)) msg += "; the CUDA context is lost for this process";
+  if (IsMissingKernelImageError(err)) {
+    // The usual cause is a GPU newer or older than the build's code: say
+    // what the build has and how to change it.
+    msg += "; encore's kernels were built for ";
+    msg += kBuiltCudaArchs;
+    msg += ": rebuild with this GPU's architecture in --@encore//tools:cuda_archs (e.g. sm_89 for an L4 or L40S)";
+  }
   if (!context.empty()) {
     msg += "; ";
     msg += context;

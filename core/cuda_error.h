@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA error codes as Status. CUDA calls themselves go through the fault
 // table and ENCORE_CUDA_CALL (core/cuda_api.h), the one way to call CUDA.
 #ifndef ENCORE_CORE_CUDA_ERROR_H_
@@ -26,8 +27,13 @@ bool IsCaptureError(cudaError_t err);
 // device trap, an illegal address): every later CUDA call in the process fails.
 bool IsContextLostError(cudaError_t err);
 
+// True for the errors of a kernel with no code this GPU can run (no machine
+// code for its architecture and no PTX the driver can compile).
+bool IsMissingKernelImageError(cudaError_t err);
+
 // "cudaGraphLaunch: cudaErrorInvalidValue (invalid argument)", with `context`
-// appended after "; " when given. OK for cudaSuccess.
+// appended after "; " when given. OK for cudaSuccess. A missing kernel image
+// also names the architectures encore was built for (kBuiltCudaArchs).
 Status CudaStatus(cudaError_t err, std::string_view api, std::string_view context = {});
 
 }  // namespace encore

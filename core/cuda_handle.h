@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CudaHandle<Traits>: the one move-only owner of a CUDA handle (stream,
 // event, graph, executable, device or pinned memory). Traits give the handle
 // type, how to destroy it (through the fault seam) and what to call it in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A handle whose destroy fails logs to the logger of the LogScope its owner
 // opened (the application's), not to the process-wide "encore" logger.
 #include "encore/core/cuda_handle.h"

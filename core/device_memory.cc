@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/core/device_memory.h"
 
 #include "encore/core/cuda_api.h"

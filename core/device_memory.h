@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owners of raw CUDA memory: DeviceMemory (cudaMalloc / cudaFree) and
 // PinnedHostMemory (cudaHostAlloc / cudaFreeHost), both CudaHandles, both
 // through the fault table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device state that a shim's kernels read and advance in place (Philox's
 // offset). A captured graph advances it on every launch, so whoever runs the
 // same call a second time (verification's eager re-run) must rewind it

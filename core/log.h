@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structured logging: one spdlog logger named "encore"; every line is an event
 // with key=value fields, or one JSON object per line (carrying "ts" and
 // "level") when ENCORE_LOG_FORMAT=json or ManagerOptions::log_format says so.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two formats of encore's log lines, in a header of its own so that
 // ManagerOptions can name it without bringing in spdlog.
 #ifndef ENCORE_CORE_LOG_FORMAT_H_

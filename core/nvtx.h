@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVTX ranges in domain "encore", so that Nsight Systems shows what encore
 // does: `<method>:warmup|capture|replay|eager|verify|precapture`, and inside
 // a capture its stages `<method>:capture:record|instantiate|update|first_launch`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RateLimiter: logs the first of a run of events, then at most one line per
 // interval, which carries how many events were not logged since the line
 // before. A server refusing 10,000 calls a second logs one line a second, and

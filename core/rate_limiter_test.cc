@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/core/rate_limiter.h"
 
 #include <gtest/gtest.h>

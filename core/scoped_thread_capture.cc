@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/core/scoped_thread_capture.h"
 
 namespace encore {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tells the shims that the calling thread is inside a stream capture, for
 // reads on streams other than the captured one. CUDA cannot be asked whether
 // a thread is capturing, only whether a stream is; yet while a thread holds a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status and StatusOr: encore's error values. Public functions return these
 // and never throw, because a throw in the middle of a stream capture would
 // leave the capture open and the stream unusable.

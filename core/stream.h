@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stream and Event owners (move-only RAII) and StreamView, a non-owning view
 // of a stream.
 #ifndef ENCORE_CORE_STREAM_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DType, Shape, Strides and TensorRef: the non-owning description of a device
 // buffer that methods take as inputs and outputs.
 #ifndef ENCORE_CORE_TENSOR_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // checks: a device-side check that does not kill the process.
 //
 // The method turns logits into probabilities (a softmax per row) and checks,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // decode: a decode loop, in two parts.
 //
 // Part 1. Each step appends a token's vector to a KV cache and attends over

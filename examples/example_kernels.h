@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernels the examples build their methods from. Each returns the
 // launch's error. Every output element is computed by one thread in a fixed
 // order, so a kernel gives the same bits eagerly and inside a CUDA graph.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the examples share: the "no GPU" exit, fail-fast checks, a typed device
 // array, a logger that also keeps its lines, and a clock.
 #ifndef ENCORE_EXAMPLES_EXAMPLE_UTIL_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fallback: a method that cannot be captured.
 //
 // The method divides the positive entries of x by how many there are. It

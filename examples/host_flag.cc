@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host_flag: a method that branches on a flag kept in host memory.
 //
 // Host code runs only while a graph is captured, so a graph would keep the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // quickstart: a small MLP registered with encore's Manager.
 //
 // The method runs three layers (a tiled GEMM + bias, ReLU on the first two) on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tensor_parallel: a method that holds an NCCL all-reduce, run by one rank
 // per GPU (threads here; processes work the same way), each rank with its
 // own Manager. The ranks agree on every capture through NcclConsensus, so a

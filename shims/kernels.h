@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launchers for the shims' kernels. Internal: the public entry points
 // (read_scalar.h, masked_copy.h, philox.h) validate arguments and call these.
 // Each returns the launch's error; none synchronizes, so all are capturable.

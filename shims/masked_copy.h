@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // out[mask] = src[mask] without reading the count of the mask back: a select
 // kernel that keeps out's value where the mask is false. One launch and no
 // sync, so it can be captured into a CUDA graph, and a replay follows the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests of MaskedCopy: bit-for-bit against a CPU reference for every
 // element size, masks picking none/some/all, a captured graph replayed with
 // new mask contents, and refusals that launch nothing.

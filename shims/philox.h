@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A counter-based random generator (Philox4x32-10) whose position lives on
 // the device, so a draw captured into a CUDA graph draws fresh numbers on every
 // replay, and whose default seed comes from std::random_device, so processes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
 // SC'11), written once for both the host and the device: the generator's CUDA
 // kernels and the CPU reference below run this same code, so a GPU draw can be

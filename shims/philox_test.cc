@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests of Philox: bit-for-bit against the CPU reference, same seed same
 // numbers, fresh numbers on every replay of a captured draw with the device
 // offset advancing exactly, normal and uniform statistics, the injected

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host readbacks of device values: the `.item()` of a scalar and the element
 // count of a boolean mask. Both wait for the stream, which a CUDA graph cannot
 // record, so inside a stream capture they refuse (IsCaptureRefusal) before

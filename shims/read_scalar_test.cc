@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests of ReadScalar and CountNonzero: exact values for every dtype on
 // created and default streams, refusal inside a capture that leaves the
 // capture valid, counts over sizes that do not fill a block, and the errors

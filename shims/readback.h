@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the shims that move a value between device and host share: the
 // refusal inside a stream capture, the device-pointer check, and the copy
 // through a small pinned buffer followed by a stream sync.

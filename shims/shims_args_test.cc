@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU tests: the shims' argument checks return before any CUDA call, so they
 // run (and must give these exact messages) on a machine with no GPU. The
 // fault injector counts every call through the CUDA seam to prove none was

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // For the graph/ GPU tests: the method body most of them need.
 #ifndef ENCORE_TESTS_AFFINE_CALL_H_
 #define ENCORE_TESTS_AFFINE_CALL_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeviceBuffer: a typed device allocation for GPU tests, with upload and
 // download helpers that assert on failure.
 #ifndef ENCORE_TESTS_DEVICE_BUFFER_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests skip, with the reason, on machines where no device is visible, so
 // a GPU test binary run on a CPU machine says why instead of failing.
 #ifndef ENCORE_TESTS_GPU_TEST_UTIL_H_

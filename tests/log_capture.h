@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test helper: captures the events an EventLog writes so a test can assert on
 // them by name, level and field.
 #ifndef ENCORE_TESTS_LOG_CAPTURE_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/tests/process_util.h"
 
 #include <cuda_runtime.h>

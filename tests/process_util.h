@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test helpers for GPU tests: uploads that wait for the data, and running
 // one test of this binary in a child process (fork+exec of /proc/self/exe),
 // for what must not happen in the test process itself (a trap that poisons the

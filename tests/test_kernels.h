@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small kernels the GPU tests, examples and benchmark build methods from.
 // Each returns the launch's error (cudaGetLastError) so callers can check it.
 #ifndef ENCORE_TESTS_TEST_KERNELS_H_

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Renders encore's Manager::ReportJson() as one table per method.
 
 usage: encore_report.py [FILE]       (FILE, or stdin when absent or "-")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/encore_report.py renders a report (a file, stdin, or a log holding it)
 # as one table per method, and fails clearly on input without one.
 set -uo pipefail

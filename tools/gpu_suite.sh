@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # GPU tests, examples and benchmarks for a GPU machine that has no Bazel.
 #
-#   tools/gpu_suite.sh build
-#       Here, with Bazel: builds //... and stages into gpu_bin/ (git-ignored)
-#       every cc_test tagged `gpu` (gpu_bin/tests/), every cc_binary under
-#       //examples and //bench (gpu_bin/examples/, gpu_bin/bench/), bench/*.py,
-#       tools/test_summary.py and this script (gpu_bin/tools/). Binaries are
-#       stripped; they are static except for libc/libstdc++, and reach the
-#       driver through cudart at run time, so the GPU machine needs only a
-#       driver and python3.
+#   tools/gpu_suite.sh build [--no-bench] [BAZEL_BUILD_FLAGS...]
+#       Here, with Bazel: builds //... and stages into gpu_bin/ (git-ignored;
+#       $GPU_BIN names another folder) every cc_test tagged `gpu`
+#       (gpu_bin/tests/), every cc_binary under //examples and //bench
+#       (gpu_bin/examples/, gpu_bin/bench/), bench/*.py, tools/test_summary.py
+#       and this script (gpu_bin/tools/). Binaries are stripped; they are
+#       static except for libc/libstdc++, and reach the driver through cudart
+#       at run time, so the GPU machine needs only a driver and python3.
+#       --no-bench leaves //bench out. Other arguments go to `bazel build`,
+#       e.g. --//tools:cuda_archs=compute_80 (PTX only: the driver's JIT).
+#       $ENCORE_BAZEL replaces the `bazel` command (tools/cuda12_check.sh
+#       gives it its own output base).
 #
 #   tools/gpu_suite.sh run [--memcheck|--racecheck] [--filter REGEX] [--timeout SECONDS]
 #       On the GPU machine: runs every test binary (GoogleTest XML to the
@@ -42,25 +47,50 @@ fi
 
 # ---------------------------------------------------------------- build ----
 do_build() {
-  local repo
+  local repo no_bench=0 bazel_args=()
   repo="$(cd "$script_dir/.." && pwd)"
   [[ -f "$repo/WORKSPACE" ]] || die "'build' runs from the repository (no WORKSPACE in $repo)"
   cd "$repo" || exit 2
-  gpu_bin="$repo/gpu_bin"
+  while (($#)); do
+    case "$1" in
+      --no-bench) no_bench=1 ;;
+      *) bazel_args+=("$1") ;;
+    esac
+    shift
+  done
+  gpu_bin="${GPU_BIN:-$repo/gpu_bin}"
+  mkdir -p "$gpu_bin" && gpu_bin="$(cd "$gpu_bin" && pwd)" || die "cannot create $gpu_bin"
+  if [[ ! -f "$gpu_bin/MANIFEST" && -n "$(ls -A "$gpu_bin")" ]]; then
+    die "$gpu_bin is not empty and holds no MANIFEST: not a staged folder, so it is left alone"
+  fi
   ENCORE_BOOTSTRAP_QUIET=1 tools/bootstrap.sh || exit 1
+  local bazel=(${ENCORE_BAZEL:-bazel})
+  local patterns=(//...)
+  ((no_bench)) && patterns+=(-//bench/...)
 
-  say "bazel build //..."
-  bazel build "$@" //... || die "bazel build //... failed"
+  say "${bazel[*]} build ${bazel_args[*]} -- ${patterns[*]}"
+  "${bazel[@]}" build "${bazel_args[@]}" -- "${patterns[@]}" || die "bazel build failed"
+
+  local bin_dir output_base
+  bin_dir="$("${bazel[@]}" info bazel-bin 2>/dev/null)" || die "bazel info bazel-bin failed"
+  output_base="$("${bazel[@]}" info output_base 2>/dev/null)" || die "bazel info output_base failed"
+  # Where NCCL is missing, @cuda//:nccl is incompatible and the build skipped
+  # everything that needs it: leave those out, saying so once.
+  local skip='set()'
+  if grep -q '^NCCL_FOUND = False' "$output_base/external/cuda/defs.bzl" 2>/dev/null; then
+    skip='rdeps(//..., @cuda//:nccl)'
+    tools/nccl_note.sh gpu_suite >&2
+  fi
+  local cuda_version
+  cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$output_base/external/cuda/defs.bzl" 2>/dev/null)"
 
   local tests binaries
-  tests="$(bazel query --noshow_progress 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)" ||
+  tests="$("${bazel[@]}" query --noshow_progress "attr(tags, '\bgpu\b', tests(//...)) except $skip" 2>/dev/null)" ||
     die "bazel query for gpu tests failed"
   # Everything under //examples and //bench, queried through //... so that an
   # empty or missing folder is not an error.
-  binaries="$(bazel query --noshow_progress 'kind("cc_binary rule", //...)' 2>/dev/null)" ||
+  binaries="$("${bazel[@]}" query --noshow_progress "kind('cc_binary rule', //...) except $skip" 2>/dev/null)" ||
     die "bazel query for cc_binary targets failed"
-  local bin_dir
-  bin_dir="$(bazel info bazel-bin 2>/dev/null)" || die "bazel info bazel-bin failed"
 
   rm -rf "$gpu_bin"
   mkdir -p "$gpu_bin"/{tests,examples,bench,tools}
@@ -78,20 +108,21 @@ do_build() {
 
   {
     echo "# encore gpu_bin: staged by tools/gpu_suite.sh build"
-    echo "# commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+    echo "# commit ${ENCORE_SOURCE_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')}"
     echo "# built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+    echo "# CUDA ${cuda_version:-unknown} (@cuda), bazel build ${bazel_args[*]}"
   } >"$gpu_bin/MANIFEST"
   local label n_tests=0 n_examples=0 n_bench=0
   for label in $tests; do stage "$label" "$gpu_bin/tests"; n_tests=$((n_tests + 1)); done
   for label in $binaries; do
     case "$label" in
       //examples/* | //examples:*) stage "$label" "$gpu_bin/examples"; n_examples=$((n_examples + 1)) ;;
-      //bench/* | //bench:*) stage "$label" "$gpu_bin/bench"; n_bench=$((n_bench + 1)) ;;
+      //bench/* | //bench:*) ((no_bench)) || { stage "$label" "$gpu_bin/bench"; n_bench=$((n_bench + 1)); } ;;
     esac
   done
   local py
   for py in bench/*.py; do
-    [[ -f "$py" ]] || continue
+    [[ -f "$py" && "$no_bench" -eq 0 ]] || continue
     cp "$py" "$gpu_bin/bench/" && printf '%s\t%s\n' "bench/${py##*/}" "$py" >>"$gpu_bin/MANIFEST"
     n_bench=$((n_bench + 1))
   done

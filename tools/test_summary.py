@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Counts GoogleTest results and prints one line: `N passed, N failed, N skipped`.
 
 Sources, any mix of them:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Uses encore from another Bazel workspace through the umbrella header. Runs
 // anywhere: it touches no GPU.
 #include <iostream>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Stand-in for rules_cc: Bazel 4.2.3 loads @rules_cc//cc:defs.bzl; forward to the native rules.
 def cc_library(**kw): native.cc_library(**kw)
 def cc_binary(**kw): native.cc_binary(**kw)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Stand-in for rules_java: Bazel 4.2.3 loads @rules_java//java:defs.bzl; forward to the native rules.
 def java_library(**kw): native.java_library(**kw)
 def java_binary(**kw): native.java_binary(**kw)

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+// Builds against encore's NCCL target; without a communicator it only shows
+// that NcclConsensus refuses a null one with a Status instead of crashing.
+#include <chrono>
+#include <iostream>
+
+#include "encore/encore.h"
+#include "encore/policy/nccl_consensus.h"
+
+int main() {
+  auto consensus = encore::NcclConsensus::Create(nullptr, std::chrono::milliseconds(100));
+  std::cout << "encore consumer: NcclConsensus::Create(nullptr): " << consensus.status() << "\n";
+  return consensus.ok() ? 1 : 0;
+}

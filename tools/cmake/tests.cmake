@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+# encore's CPU tests under ctest: the same cc_test targets Bazel runs without
+# a GPU (.ci/run checks that this list and Bazel's agree).
+set(ENCORE_CPU_TESTS
+  sealed_surface_test
+  allocator/ledger_test
+  core/cuda_api_test
+  core/cuda_error_test
+  core/cuda_handle_test
+  core/cuda_version_test
+  core/log_test
+  core/nvtx_test
+  core/rate_limiter_test
+  core/status_test
+  core/tensor_test
+  graph/device_check_kernel_args_test
+  graph/graph_dump_test
+  graph/manager_test
+  graph/method_report_test
+  graph/output_compare_test
+  policy/binding_policy_test
+  policy/call_signature_test
+  policy/capture_policy_test
+  policy/method_flags_test
+  policy/rank_consensus_test
+  shims/philox_reference_test
+  shims/shims_args_test
+)
+
+find_package(GTest REQUIRED)
+
+# Helpers the tests share (tests/BUILD's log_capture and process_util).
+add_library(encore_test_support STATIC tests/log_capture.cc tests/process_util.cc)
+encore_target_defaults(encore_test_support)
+target_link_libraries(encore_test_support PUBLIC encore encore_spdlog)
+
+foreach(_test IN LISTS ENCORE_CPU_TESTS)
+  string(REPLACE "/" "_" _name "${_test}")
+  add_executable(${_name} "${_test}.cc")
+  encore_target_defaults(${_name})
+  target_link_libraries(${_name} PRIVATE encore encore_test_support encore_spdlog GTest::gmock GTest::gtest_main)
+  add_test(NAME ${_test} COMMAND ${_name})
+endforeach()
+
+math(EXPR _cudart_version "${CUDAToolkit_VERSION_MAJOR} * 1000 + ${CUDAToolkit_VERSION_MINOR} * 10")
+target_compile_definitions(core_cuda_version_test PRIVATE ENCORE_CUDA_REPO_CUDART_VERSION=${_cudart_version})
+
+# The report renderer (an sh_test in Bazel).
+add_test(NAME tools/encore_report_test
+  COMMAND bash "${PROJECT_SOURCE_DIR}/tools/encore_report_test.sh"
+          "${PROJECT_SOURCE_DIR}/tools/encore_report.py" "${PROJECT_SOURCE_DIR}/tools/testdata/report.json")
+
+# CMAKE_CUDA_ARCHITECTURES reaches nvcc and kBuiltCudaArchs.
+add_library(encore_arch_probe OBJECT tools/testdata/arch_probe.cu)
+encore_target_defaults(encore_arch_probe)
+add_test(NAME tools/cuda_archs_test
+  COMMAND bash "${PROJECT_SOURCE_DIR}/tools/cuda_archs_test.sh" "${PROJECT_SOURCE_DIR}/tools/fatbin_archs.py"
+          "$<TARGET_OBJECTS:encore_arch_probe>" "${_gen}/encore/core/cuda_archs.h")
