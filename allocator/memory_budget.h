@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MemoryBudget: the graph memory of every method of one Manager, against
 // ManagerOptions::graph_memory_budget. Method instances reserve a capture's
 // growth before it begins (so two methods capturing at once cannot both

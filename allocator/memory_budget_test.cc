@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/allocator/memory_budget.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 17's two-GPU runs in one command, on a machine with 2 GPUs (a
 # gpu_bin staged by `tools/gpu_suite.sh build`, or the same layout by hand):
 #

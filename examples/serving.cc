@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serving: a small model served with batch sizes that change on every call.
 //
 // The model is 32 linear layers (64 -> 64, ReLU between them): 32 kernels

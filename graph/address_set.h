@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The key of a call's address set, and the ring of recent keys that no
 // executable held: a set seen twice earns its own executable (ExecCache for
 // staged graphs, DirectGraph for direct ones). Internal to graph/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad input on a real GPU, once a graph is captured: a call that must be
 // rejected is an InvalidArgument naming the tensor, launches nothing,
 // changes no counter, and the next valid call still replays correctly.

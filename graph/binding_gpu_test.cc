@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct binding (MethodFlags::binding): graphs bound to the caller's
 // buffers, the references the scan must find (plain, struct, interior,
 // memcpy and memset endpoints, CUB's), the ones it cannot (a pointer in two

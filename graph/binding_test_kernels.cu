@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "graph/binding_test_kernels.h"
 
 #include <cub/device/device_reduce.cuh>

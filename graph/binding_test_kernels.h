@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernels for binding_gpu_test: references to a method's tensors in every
 // form the direct binding's scan must find, and two it cannot.
 #ifndef ENCORE_GRAPH_BINDING_TEST_KERNELS_H_

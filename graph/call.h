@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Call: what a method sees on each call. Its tensors are the caller's on
 // eager and warmup calls and the graph's static buffers during a capture.
 #ifndef ENCORE_GRAPH_CALL_H_

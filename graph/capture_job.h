@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MethodInstance::CaptureJob: what one capture has made so far, passed from
 // stage to stage of the capture pipeline (method_capture.cc) and to the
 // binding step (method_binding.cc). Internal to graph/.

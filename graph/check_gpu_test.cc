@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Call::Check on a real GPU: record mode in eager calls and replayed graphs,
 // off mode (no node), and trap mode in a child process.
 #include <cuda_runtime.h>

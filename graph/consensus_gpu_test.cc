@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ranks agree on every capture: two ranks (threads on one GPU, each with its
 // own Manager) through ThreadConsensus, and NCCL collectives inside captured
 // methods with NcclConsensus (one rank on one GPU; all GPUs when there are

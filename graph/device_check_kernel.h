@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel behind Call::Check: checks a device boolean without a host sync.
 // In record mode a failure is written to a record in mapped pinned host memory
 // (MappedCheckRecord owns one), so the host sees it without a copy and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LaunchDeviceCheck's argument checks, which return before any CUDA call.
 #include <gtest/gtest.h>
 

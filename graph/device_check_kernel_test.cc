@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests of the device check kernel: what record mode writes (and does
 // not), first failure wins, a failure inside a replayed graph leaves the
 // context usable, and trap mode, run in a child process, poisons the child's

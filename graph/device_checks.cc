@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "graph/device_checks.h"  // private to graph/
 
 #include "encore/core/cuda_api.h"

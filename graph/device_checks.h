@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeviceChecks: one method instance's state behind Call::Check in record
 // mode: the mapped record a failed check writes, the device sequence counter
 // each graph launch bumps (so a failure inside a replay names its call), a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DirectGraph: the direct form of one captured graph (binding=direct|auto).
 // The capture recorded the method's body on encore's static buffers between
 // staging nodes; this is a clone of that graph without the staging nodes,

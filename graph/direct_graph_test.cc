@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pure checks DirectGraph::Bind makes before binding a call's tensors
 // in place (no CUDA calls): overlap and alignment.
 #include "graph/direct_graph.h"

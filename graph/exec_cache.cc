@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "graph/exec_cache.h"  // private to graph/
 
 #include "graph/address_set.h"  // private to graph/

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ExecCache: a method instance's captured graphs and their executables, in
 // least-recently-used order. Each graph keeps up to MaxExecVariants(nodes)
 // executables (policy/binding_policy.h), each staged or bound for one set of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fault matrix: every CUDA call a method makes through the fault table
 // (capture, instantiate, update, first launch, replay, allocation, checks),
 // failed once at each of its invocations in a fixed call sequence, with each

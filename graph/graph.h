@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph and GraphExec: move-only owners of a CUDA graph and of its executable.
 // Both are CudaHandles: destructors never throw, and a refused destroy is
 // logged at error.

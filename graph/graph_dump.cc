@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "graph/graph_dump.h"  // private to graph/
 
 #include <cstdlib>

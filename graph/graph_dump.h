@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph dumps: each captured graph written as Graphviz DOT
 // (cudaGraphDebugDotPrint) to `<dir>/<method>.dev<D>.graph<N>.dot`, for
 // ManagerOptions::graph_dump_dir or ENCORE_GRAPH_DUMP_DIR. Internal to graph/.

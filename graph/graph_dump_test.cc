@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph dump file names: inside the dump directory whatever the method is
 // called, and never the same file for two names. CPU only: the DOT writer
 // itself is checked by ObservabilityGpuTest.

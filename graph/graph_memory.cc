@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph-memory budget of MethodInstance (ManagerOptions::
 // graph_memory_budget): a capture reserves the arena growth it will cause
 // before it begins; when that would take the manager's graph memory over the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU smoke test: capture kernel and memset nodes, instantiate, replay, check
 // the values; then the same through the owners' failure paths.
 #include <cuda_runtime.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Manager: registers methods and holds the defaults and per-method flags.
 #ifndef ENCORE_GRAPH_MANAGER_H_
 #define ENCORE_GRAPH_MANAGER_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graphed method on a real GPU: phases, staging with moving addresses, the
 // replay guard, shape policies, capture failures, host constants, Release,
 // legacy-stream capture and concurrency.

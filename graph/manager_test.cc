@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Manager logic that makes no CUDA call: registration, flags, the report
 // before any call. Runs on every CPU machine.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/graph/mapped_check_record.h"
 
 #include <atomic>

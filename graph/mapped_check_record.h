@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Owns one CheckRecord in mapped pinned host memory: the device writes it
 // through device(), the host reads it through host() with no copy and no
 // sync, so a recorded check failure costs the replay path nothing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error text helpers for graph/: errors a user sees name the method they
 // came from. Internal to graph/.
 #ifndef ENCORE_GRAPH_MESSAGES_H_

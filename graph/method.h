@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Method: one named, kernel-launching callable and its graphs. It warms up,
 // captures, replays, and refuses, runs eagerly or recaptures when a graph
 // would give a wrong answer.

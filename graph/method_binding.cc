@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct binding for MethodInstance (MethodFlags::binding): after a capture,
 // the graph's direct form and the binding chosen for it; around the
 // capture's first launch, the probe that proves the direct form before any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The capture pipeline of MethodInstance: prepare (memory, events, streams;
 // nothing captured yet), record (the stream capture: head staging nodes, the
 // method's body, tail staging nodes, the completion record), finalize (an

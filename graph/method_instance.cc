@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "graph/method_instance.h"  // private to graph/
 
 #include <exception>

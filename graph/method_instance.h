@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MethodInstance: a method on one device, with that device's graphs, graph
 // memory, capture stream and device-check state. Method (method.h) makes one
 // per device on first use; this header is internal to graph/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MethodReport: what a method did and why, per method (Method::Report, and
 // Manager::ReportJson as JSON). Its counters are listed once, in
 // ENCORE_METHOD_REPORT_COUNTERS, which the struct, the sum over devices and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MethodReport: every counter, the sum over devices and the JSON come from
 // one list, so none can drift out of the JSON or the sum.
 #include "encore/graph/method_report.h"

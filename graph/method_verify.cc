@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verification of MethodInstance's graph launches (MethodFlags::verify,
 // verify_every): the launch, then the same call eagerly on snapshots of its
 // inputs with the device state it changes rewound, then a comparison. A

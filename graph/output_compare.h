@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compares a graph's output with an eager run's, element by element, on host
 // copies of the tensor's byte span. Pure logic, no CUDA: verification
 // (graph/verifier.h) copies both to the host and asks this.

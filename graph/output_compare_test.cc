@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "graph/output_compare.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Padding to buckets (on_new_shape=pad) in MethodInstance: a call of batch b
 // replays the graph of the smallest bucket >= b. The graph is captured for
 // the call's tensors seen at the bucket's batch B (their data pointers, B

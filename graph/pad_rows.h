@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PadRows: the host side of the ring that hands each launch of a padded
 // method's graphs its batch b without a CUDA call (graph/staging.h). Before
 // a launch the method writes b into the slot of that launch; the graph's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Method::Precapture in MethodInstance: the warmups and captures a method
 // would do on its first calls, done before traffic, so its first Run of
 // each captured signature replays. Under on_new_shape=pad with listed

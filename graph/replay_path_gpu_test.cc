@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The replay path's cost in CUDA calls, and the faults around a capture that
 // are not the method's own: a stale error left by other code, a real out of
 // memory at capture, a body that calls back into its own method.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Serving traffic (issue 16, SPEC "Padding to buckets", "Capture ahead of
 // traffic", "Graph-memory budget"): on_new_shape=pad with listed and learned
 // buckets, Method::Precapture, ManagerOptions::graph_memory_budget.

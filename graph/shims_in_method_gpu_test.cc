@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shims inside managed methods: readbacks refuse the capture and the call
 // falls back to eager; MaskedCopy and Philox replay correctly in graphs.
 #include <cuda_runtime.h>

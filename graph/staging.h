@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The staging kernel: copies a call's inputs into a graph's static buffers
 // (head nodes, first in the graph) and its static outputs back out (tail
 // nodes, last). The head also publishes the caller's output addresses in a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/graph/stream_capture.h"
 
 #include "encore/core/cuda_api.h"

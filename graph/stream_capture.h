@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // StreamCapture: one stream capture in thread-local mode, owned. If it is
 // dropped while still open (an error path), the destructor ends the capture,
 // discards the partial graph and clears the error CUDA left behind, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // VerifiedLaunch: the shadow check of one graph launch (MethodFlags::verify,
 // verify_every). Before the launch it snapshots the call's inputs and
 // outputs and the device state the call changes in place (listed constants,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verification (MethodFlags::verify, verify_every, verify_tolerance): a
 // correct method passes and computes what it would without verification
 // (Philox included); a graph that bakes in a host scalar, a body that

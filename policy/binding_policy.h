@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a captured graph is bound to the caller's buffers directly or
 // staged, and why. Pure logic, no CUDA: graph/ fills BindingFacts from the
 // captured graph and reports the choice (MethodReport::binding,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CallSignature: what a graph baked in about its inputs and outputs (count,
 // dtype, sizes, strides), and the replay guard that compares a call with it.
 // Pure logic, no CUDA; the comparison allocates nothing when the call matches,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "encore/policy/call_signature.h"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decisions a method makes on each call (warm up, capture, replay, run
 // eagerly, recapture or refuse) and the classification of capture failures.
 // Pure logic, no CUDA, so every branch is tested on CPU machines.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Learned buckets (ShapePolicy::kPad with no buckets listed): from the batch
 // sizes a method has seen, the at most max_graphs bucket sizes that minimise
 // the rows padded, chosen by an exact dynamic programme over the histogram,

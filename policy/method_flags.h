@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MethodFlags, the per-method switches, and the parser for their text form:
 //   forward:graphs=on,warmup=3,on_new_shape=refuse;decode:graphs=off,checks=trap
 // (`*` names every method). Pure logic, no CUDA.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MethodVotes: one method's votes across ranks, so that every rank captures
 // a method together or none does. Each decision is one RankConsensus
 // collective. A vote that fails (timed out, paired with another decision's,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NcclConsensus: RankConsensus over NCCL itself. A vote is an all-reduce
 // (minimum) of at most four 64-bit integers on the communicator the method's collectives use, on
 // a stream of its own, so ranks agree through the same channel their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Padding to buckets (ShapePolicy::kPad): the batch of a call, the bucket
 // it runs in, and the call's tensors seen at the bucket's batch. Dim 0 of
 // every input and output is the batch. Pure logic, no CUDA.

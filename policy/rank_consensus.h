@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RankConsensus: how the ranks that run one method together (tensor-parallel
 // processes or threads, each with its own Manager) agree before a capture,
 // a recapture or graphs being turned off. If rank 0 replays a graph while

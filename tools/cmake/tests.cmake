@@ -4,6 +4,7 @@
 set(ENCORE_CPU_TESTS
   sealed_surface_test
   allocator/ledger_test
+  allocator/memory_budget_test
   core/cuda_api_test
   core/cuda_error_test
   core/cuda_handle_test
@@ -14,6 +15,7 @@ set(ENCORE_CPU_TESTS
   core/status_test
   core/tensor_test
   graph/device_check_kernel_args_test
+  graph/direct_graph_test
   graph/graph_dump_test
   graph/manager_test
   graph/method_report_test
@@ -21,7 +23,10 @@ set(ENCORE_CPU_TESTS
   policy/binding_policy_test
   policy/call_signature_test
   policy/capture_policy_test
+  policy/learned_buckets_test
   policy/method_flags_test
+  policy/method_votes_test
+  policy/pad_policy_test
   policy/rank_consensus_test
   shims/philox_reference_test
   shims/shims_args_test

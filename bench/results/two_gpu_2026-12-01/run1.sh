@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 17 call 1: two-GPU runs (bench/two_gpu.sh), verify_gpu_test, then
 # NVTX before/after (encore_bench and replay_micro 1 at 4787943 and 006e7d0,
 # taking turns: 3 rounds of replay_micro, 2 of encore_bench). Usage: gpu_bin_17/run1.sh OUT_DIR [nvtx_budget_s]
