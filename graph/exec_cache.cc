@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "graph/exec_cache.h"  // private to graph/
 
-#include "graph/address_set.h"  // private to graph/
-
 #include <algorithm>
 #include <utility>
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "graph/address_set.h"  // private to graph/
 
 namespace encore {
 

@@ -27,20 +27,6 @@ constexpr int kPoison = 0xFF;  // NaN in every float type, -1 in every signed in
 
 }  // namespace
 
-std::vector<DeviceStateRegion> MethodInstance::StateRegions(const GraphEntry& e) const {
-  std::vector<DeviceStateRegion> regions;
-  if (constants_) {
-    for (const Constant& c : *constants_) {
-      if (c.bytes > 0) regions.push_back({const_cast<void*>(c.data), c.bytes, "constant '" + c.name + "'"});
-    }
-  }
-  regions.insert(regions.end(), e.device_states.begin(), e.device_states.end());
-  if (checks_.sequence() != nullptr && e.direct && e.direct->bumps_sequence()) {
-    regions.push_back({checks_.sequence(), sizeof(unsigned long long), "device-check sequence"});
-  }
-  return regions;
-}
-
 void MethodInstance::StageInstead(GraphEntry& e, std::string why, int64_t index) {
   e.direct.reset();
   e.rebind_sites = 0;
@@ -109,7 +95,13 @@ std::optional<VerifiedLaunch> MethodInstance::BeginProbe(GraphEntry& e, Args inp
     if (!veto.empty() && e.direct) StageInstead(e, "another rank cannot probe (" + veto + ")", index);
   }
   if (!e.direct) return std::nullopt;
-  StatusOr<VerifiedLaunch> p = VerifiedLaunch::Begin(inputs, outputs, StateRegions(e), stream);
+  std::vector<DeviceStateRegion> regions = StateRegions(e);
+  if (checks_.sequence() != nullptr && e.direct->bumps_sequence()) {
+    // The direct form bumps the check sequence too: its second launch must
+    // not count twice.
+    regions.push_back({checks_.sequence(), sizeof(unsigned long long), "device-check sequence"});
+  }
+  StatusOr<VerifiedLaunch> p = VerifiedLaunch::Begin(inputs, outputs, std::move(regions), stream);
   if (!p.ok()) {
     StageInstead(e, "the probe could not start (" + std::string(p.status().message()) + ")", index);
     return std::nullopt;

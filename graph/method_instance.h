@@ -99,9 +99,13 @@ class MethodInstance {
   void RejudgeAutoBinding(GraphEntry& g, int64_t index);
   Status WaitForLastLaunch();
 
-  // --- verification (method_verify.cc), only on launches VerifiesLaunch
-  // picks. Before the launch: the snapshots, or nullopt when this launch
-  // cannot be checked (logged).
+  // --- verification (method_verify.cc). The device state a launch of `g`
+  // changes in place (listed constants, shims' generator offsets), which
+  // verification and the binding probe put back before running the call
+  // again.
+  std::vector<DeviceStateRegion> StateRegions(const GraphEntry& g) const;
+  // On launches VerifiesLaunch picks, before the launch: the snapshots, or
+  // nullopt when this launch cannot be checked (logged).
   std::optional<VerifiedLaunch> BeginVerify(const GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream,
                                             int64_t index);
   // After it: the eager re-run and comparison (v null: nothing to check,
@@ -196,7 +200,6 @@ class MethodInstance {
                                            int64_t index);
   void FinishProbe(GraphEntry& e, VerifiedLaunch* probe, Args outputs, cudaStream_t stream, int64_t index);
   void StageInstead(GraphEntry& e, std::string why, int64_t index);
-  std::vector<DeviceStateRegion> StateRegions(const GraphEntry& e) const;
   // Frees the capture's memory, votes no, and runs the call eagerly with
   // graphs off (when nothing of the graph ran).
   Status FailCapture(const StageFailure& f, Args inputs, Args outputs, cudaStream_t stream, int64_t index);

@@ -9,6 +9,17 @@
 
 namespace encore {
 
+std::vector<DeviceStateRegion> MethodInstance::StateRegions(const GraphEntry& g) const {
+  std::vector<DeviceStateRegion> regions;
+  if (constants_) {
+    for (const Constant& c : *constants_) {
+      if (c.bytes > 0) regions.push_back({const_cast<void*>(c.data), c.bytes, "constant '" + c.name + "'"});
+    }
+  }
+  regions.insert(regions.end(), g.device_states.begin(), g.device_states.end());
+  return regions;
+}
+
 std::optional<VerifiedLaunch> MethodInstance::BeginVerify(const GraphEntry& g, Args inputs, Args outputs,
                                                           cudaStream_t stream, int64_t index) {
   if (!constants_) {
@@ -23,12 +34,7 @@ std::optional<VerifiedLaunch> MethodInstance::BeginVerify(const GraphEntry& g, A
     }
     return std::nullopt;
   }
-  std::vector<DeviceStateRegion> regions;
-  for (const Constant& c : *constants_) {
-    if (c.bytes > 0) regions.push_back({const_cast<void*>(c.data), c.bytes, "constant '" + c.name + "'"});
-  }
-  regions.insert(regions.end(), g.device_states.begin(), g.device_states.end());
-  StatusOr<VerifiedLaunch> v = VerifiedLaunch::Begin(inputs, outputs, std::move(regions), stream);
+  StatusOr<VerifiedLaunch> v = VerifiedLaunch::Begin(inputs, outputs, StateRegions(g), stream);
   if (!v.ok()) {
     log_.Warn("verify_skipped", {{"method", name_}, {"call", index}, {"reason", v.status().message()}});
     return std::nullopt;
