@@ -99,11 +99,11 @@ do_build() {
   cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$output_base/external/cuda/defs.bzl" 2>/dev/null)"
 
   local tests binaries
-  tests="$("${bazel[@]}" query --noshow_progress "attr(tags, '\bgpu\b', tests(//...)) except $skip" 2>/dev/null)" ||
+  tests="$("${bazel[@]}" query --noshow_progress "attr(tags, '\bgpu\b', tests(//...)) except ($skip)" 2>/dev/null)" ||
     die "bazel query for gpu tests failed"
   # Everything under //examples and //bench, queried through //... so that an
   # empty or missing folder is not an error.
-  binaries="$("${bazel[@]}" query --noshow_progress "kind('cc_binary rule', //...) except $skip" 2>/dev/null)" ||
+  binaries="$("${bazel[@]}" query --noshow_progress "kind('cc_binary rule', //...) except ($skip)" 2>/dev/null)" ||
     die "bazel query for cc_binary targets failed"
 
   rm -rf "$gpu_bin"

@@ -197,8 +197,9 @@ cc_library(
 )
 """ % (version, ["-L" + lib, "-Wl,-rpath," + lib] + ["-l" + n for n in cublas])
     return """
-# This toolkit (CUDA %s) has no cuBLAS (cublas_v2.h, cublasLt.h and
-# libcublas.so, libcublasLt.so in %s): the targets that need it are skipped.
+# This toolkit (CUDA %s) has no cuBLAS (cublas_v2.h and cublasLt.h, with
+# libcublas.so and libcublasLt.so or their versioned names, in
+# %s): the targets that need it are skipped.
 cc_library(
     name = "cublas",
     target_compatible_with = [":cublas_installed"],
