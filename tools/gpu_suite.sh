@@ -8,8 +8,11 @@
 #       (gpu_bin/tests/), every cc_binary under //examples and //bench
 #       (gpu_bin/examples/, gpu_bin/bench/), bench/*.py, tools/test_summary.py
 #       and this script (gpu_bin/tools/). Binaries are stripped; they are
-#       static except for libc/libstdc++, and reach the driver through cudart
-#       at run time, so the GPU machine needs only a driver and python3.
+#       static except for libc/libstdc++ (and libcublas, libcublasLt, libnccl
+#       for the tests that use them), and reach the driver through cudart at
+#       run time, so the GPU machine needs only a driver and python3.
+#       Targets whose library the toolkit lacks (@cuda//:nccl, @cuda//:cublas
+#       incompatible) are left out, saying so.
 #       --no-bench leaves //bench out. Other arguments go to `bazel build`,
 #       e.g. --//tools:cuda_archs=compute_80 (PTX only: the driver's JIT).
 #       $ENCORE_BAZEL replaces the `bazel` command (tools/cuda12_check.sh
@@ -22,6 +25,11 @@
 #       memcheck / racecheck tool.
 #       --filter keeps binaries whose name matches REGEX (grep -E). The last
 #       line is `N passed, N failed, N skipped`; exits non-zero on any failure.
+#       A binary needing a shared library the loader cannot find (libcublas.so.13
+#       on a machine that has it only in PyTorch's pip wheels) runs with the
+#       lib folders of python3's `nvidia` packages that hold it added to
+#       LD_LIBRARY_PATH; if they do not hold it either, the binary is not run
+#       and counts as failed, with the missing library named.
 #
 #   tools/gpu_suite.sh bench [--filter REGEX] [--timeout SECONDS]
 #       On the GPU machine: runs every bench binary and bench/*_bench.py
@@ -78,18 +86,24 @@ do_build() {
   # everything that needs it: leave those out, saying so once.
   local skip='set()'
   if grep -q '^NCCL_FOUND = False' "$output_base/external/cuda/defs.bzl" 2>/dev/null; then
-    skip='rdeps(//..., @cuda//:nccl)'
+    skip="$skip + rdeps(//..., @cuda//:nccl)"
     tools/nccl_note.sh gpu_suite >&2
+  fi
+  # Likewise cuBLAS, which the toolkit's wheels for CUDA 12 lack.
+  if grep -q '^CUBLAS_FOUND = False' "$output_base/external/cuda/defs.bzl" 2>/dev/null; then
+    skip="$skip + rdeps(//..., @cuda//:cublas)"
+    say "cuBLAS not found in the CUDA toolkit: skipped $("${bazel[@]}" query --noshow_progress \
+      'rdeps(//..., @cuda//:cublas)' 2>/dev/null | grep -v '^@' | tr '\n' ' ')"
   fi
   local cuda_version
   cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$output_base/external/cuda/defs.bzl" 2>/dev/null)"
 
   local tests binaries
-  tests="$("${bazel[@]}" query --noshow_progress "attr(tags, '\bgpu\b', tests(//...)) except $skip" 2>/dev/null)" ||
+  tests="$("${bazel[@]}" query --noshow_progress "attr(tags, '\bgpu\b', tests(//...)) except ($skip)" 2>/dev/null)" ||
     die "bazel query for gpu tests failed"
   # Everything under //examples and //bench, queried through //... so that an
   # empty or missing folder is not an error.
-  binaries="$("${bazel[@]}" query --noshow_progress "kind('cc_binary rule', //...) except $skip" 2>/dev/null)" ||
+  binaries="$("${bazel[@]}" query --noshow_progress "kind('cc_binary rule', //...) except ($skip)" 2>/dev/null)" ||
     die "bazel query for cc_binary targets failed"
 
   rm -rf "$gpu_bin"
@@ -193,6 +207,58 @@ find_sanitizer() {
   return 1
 }
 
+# Libraries `ldd BINARY` cannot find, one name a line (none without ldd).
+missing_libs() {
+  command -v ldd >/dev/null 2>&1 || return 0
+  ldd "$1" 2>/dev/null | sed -n 's/^[[:space:]]*\([^[:space:]]*\) => not found.*/\1/p' | sort -u
+}
+
+# The folders under python3's `nvidia` packages (PyTorch's CUDA wheels:
+# nvidia/cu13/lib, nvidia/cublas/lib, ...) holding any of the named files.
+wheel_lib_dirs() {
+  command -v python3 >/dev/null 2>&1 || return 0
+  python3 - "$@" <<'PY' 2>/dev/null
+import os, sys
+names = set(sys.argv[1:])
+try:
+    import nvidia  # a namespace package: no CUDA is loaded
+    roots = list(nvidia.__path__)
+except ImportError:
+    roots = []
+seen = []
+for root in roots:
+    for d, subdirs, files in os.walk(root):
+        if d[len(root):].count(os.sep) >= 3:
+            subdirs[:] = []
+        if names & set(files) and d not in seen:
+            seen.append(d)
+print("\n".join(seen))
+PY
+}
+
+# Sets run_env (an `env LD_LIBRARY_PATH=...` prefix, or nothing) so that BINARY
+# finds its shared libraries; returns 1, with lib_error saying which are
+# missing, when they are nowhere to be found.
+lib_env() {
+  local bin="$1" missing dirs still
+  run_env=() lib_error=""
+  missing="$(missing_libs "$bin")"
+  [[ -n "$missing" ]] || return 0
+  dirs="$(wheel_lib_dirs $missing | paste -sd: -)"
+  if [[ -n "$dirs" ]]; then
+    local path="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    still="$(LD_LIBRARY_PATH="$path" missing_libs "$bin")"
+    if [[ -z "$still" ]]; then
+      run_env=(env "LD_LIBRARY_PATH=$path")
+      say "${bin##*/}: found $(tr '\n' ' ' <<<"$missing")in $dirs (added to LD_LIBRARY_PATH)"
+      return 0
+    fi
+    missing="$still"
+  fi
+  lib_error="cannot load $(tr '\n' ' ' <<<"$missing")(not in the loader's path, LD_LIBRARY_PATH, nor python3's nvidia packages${dirs:+ ($dirs)}): install them (e.g. PyTorch's CUDA wheels) or set LD_LIBRARY_PATH"
+  return 1
+}
+
 describe_rc() {
   case "$1" in
     0) echo "ok" ;;
@@ -224,17 +290,29 @@ do_run() {
   for bin in "${tests[@]}"; do
     name="${bin##*/}"
     say "test $name ..."
-    "${wrap[@]}" "${sanitizer[@]}" "$bin" --gtest_output="xml:$results/$name.xml" >"$results/$name.log" 2>&1
-    rc=$?
-    say "test $name: $(describe_rc "$rc")"
+    if lib_env "$bin"; then
+      "${wrap[@]}" "${run_env[@]}" "${sanitizer[@]}" "$bin" --gtest_output="xml:$results/$name.xml" \
+        >"$results/$name.log" 2>&1
+      rc=$?
+      say "test $name: $(describe_rc "$rc")"
+    else
+      echo "gpu_suite: not run: $lib_error" >"$results/$name.log"
+      rc=127  # the loader's status; no XML, so it counts as failed
+      say "test $name: FAILED: $lib_error"
+    fi
     args+=(--run "$results/$name.xml=$rc")
     n=$((n + 1))
   done
   for bin in "${examples[@]}"; do
     name="${bin##*/}"
     say "example $name ..."
-    (cd "$results" && "${wrap[@]}" "${sanitizer[@]}" "$bin") >"$results/example_$name.log" 2>&1
-    rc=$?
+    if lib_env "$bin"; then
+      (cd "$results" && "${wrap[@]}" "${run_env[@]}" "${sanitizer[@]}" "$bin") >"$results/example_$name.log" 2>&1
+      rc=$?
+    else
+      echo "gpu_suite: not run: $lib_error" >"$results/example_$name.log"
+      rc=127
+    fi
     say "example $name: $(describe_rc "$rc")"
     ((rc == 0 || rc == 77)) || tail -n 20 "$results/example_$name.log" | sed 's/^/    /' >&2
     args+=(--exit "example:$name=$rc")
@@ -263,6 +341,13 @@ do_bench() {
     say "bench $name ..."
     local cmd=("$f")
     [[ "$f" != *.py ]] || cmd=(python3 "$f")
+    run_env=()
+    if [[ "$f" != *.py ]] && ! lib_env "$f"; then
+      say "bench $name: FAILED: $lib_error"
+      failed=$((failed + 1))
+      continue
+    fi
+    cmd=("${run_env[@]}" "${cmd[@]}")
     (cd "$gpu_bin/bench" && RESULTS="$results" "${wrap[@]}" "${cmd[@]}") >"$results/bench_$name.log" 2>&1
     rc=$?
     ran=$((ran + 1))

@@ -6,12 +6,17 @@ package(default_visibility = ["//visibility:public"])
 exports_files(["defs.bzl"])
 
 # Constraints no platform has: a target that needs something this machine
-# lacks (NCCL, a static or shared cudart) is marked incompatible with them,
-# so `//...` skips it and everything that depends on it.
+# lacks (NCCL, cuBLAS, a static or shared cudart) is marked incompatible with
+# them, so `//...` skips it and everything that depends on it.
 constraint_setting(name = "missing")
 
 constraint_value(
     name = "nccl_installed",
+    constraint_setting = ":missing",
+)
+
+constraint_value(
+    name = "cublas_installed",
     constraint_setting = ":missing",
 )
 
@@ -46,4 +51,4 @@ cc_library(
     includes = ["include"],
     linkopts = ["-ldl"],
 )
-%{cudart}%{nccl}
+%{cudart}%{nccl}%{cublas}
