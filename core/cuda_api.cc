@@ -63,6 +63,12 @@ cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGrap
   return fn ? FromDriver(fn(exec, node, params)) : cudaErrorNotSupported;
 }
 
+cudaError_t encore_cuGraphKernelNodeSetParams(cudaGraphNode_t node, const CUDA_KERNEL_NODE_PARAMS* params) {
+  static const auto fn =
+      DriverEntryPoint<CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*)>("cuGraphKernelNodeSetParams");
+  return fn ? FromDriver(fn(node, params)) : cudaErrorNotSupported;
+}
+
 namespace encore {
 namespace {
 

@@ -86,12 +86,16 @@
     (cudaGraphExec_t, cudaGraphNode_t, const cudaMemcpy3DParms*))                            \
   X(GraphExecMemsetNodeSetParams, cudaGraphExecMemsetNodeSetParams,                          \
     (cudaGraphExec_t, cudaGraphNode_t, const cudaMemsetParams*))                             \
+  X(GraphMemcpyNodeSetParams, cudaGraphMemcpyNodeSetParams, (cudaGraphNode_t, const cudaMemcpy3DParms*)) \
+  X(GraphMemsetNodeSetParams, cudaGraphMemsetNodeSetParams, (cudaGraphNode_t, const cudaMemsetParams*))  \
   X(DriverGraphKernelNodeGetParams, encore_cuGraphKernelNodeGetParams,                       \
     (cudaGraphNode_t, CUDA_KERNEL_NODE_PARAMS*))                                             \
   X(DriverFuncGetParamInfo, encore_cuFuncGetParamInfo, (CUfunction, size_t, size_t*, size_t*)) \
   X(DriverKernelGetParamInfo, encore_cuKernelGetParamInfo, (CUkernel, size_t, size_t*, size_t*)) \
   X(DriverGraphExecKernelNodeSetParams, encore_cuGraphExecKernelNodeSetParams,               \
-    (cudaGraphExec_t, cudaGraphNode_t, const CUDA_KERNEL_NODE_PARAMS*))
+    (cudaGraphExec_t, cudaGraphNode_t, const CUDA_KERNEL_NODE_PARAMS*))                      \
+  X(DriverGraphKernelNodeSetParams, encore_cuGraphKernelNodeSetParams,                       \
+    (cudaGraphNode_t, const CUDA_KERNEL_NODE_PARAMS*))
 
 // Driver calls that direct binding needs (CUDA 12.4+ drivers), reached
 // through the runtime's driver entry points so that nothing links libcuda (a
@@ -104,6 +108,7 @@ cudaError_t encore_cuFuncGetParamInfo(CUfunction func, size_t index, size_t* off
 cudaError_t encore_cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t* offset, size_t* size);
 cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const CUDA_KERNEL_NODE_PARAMS* params);
+cudaError_t encore_cuGraphKernelNodeSetParams(cudaGraphNode_t node, const CUDA_KERNEL_NODE_PARAMS* params);
 
 // cudaStreamGetCaptureInfo's status and dependency nodes, with one signature
 // for every CUDA version (the runtime's own signature changed in 13.0).

@@ -15,11 +15,15 @@
 namespace encore {
 
 // FNV-1a over the caller's addresses.
+inline constexpr uint64_t kAddressKeySeed = 14695981039346656037ull;
+inline uint64_t MixAddress(uint64_t key, const void* p) {
+  return (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull;
+}
+
 inline uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
-  uint64_t key = 14695981039346656037ull;
-  auto mix = [&key](const void* p) { key = (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull; };
-  for (const TensorRef& t : inputs) mix(t.data);
-  for (const TensorRef& t : outputs) mix(t.data);
+  uint64_t key = kAddressKeySeed;
+  for (const TensorRef& t : inputs) key = MixAddress(key, t.data);
+  for (const TensorRef& t : outputs) key = MixAddress(key, t.data);
   return key;
 }
 
@@ -33,7 +37,9 @@ class MissRing {
   }
 
  private:
-  std::array<uint64_t, 16> keys_{};
+  // Four times kMaxExecVariants: a rotation over that many sets is seen to
+  // recur on its second round.
+  std::array<uint64_t, 256> keys_{};
   size_t next_ = 0;
 };
 

@@ -25,9 +25,25 @@ __global__ void ShiftRightKernel(const float* in, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = i == 0 ? 0.0f : in[i - 1];
 }
 
+// Waits `ns` nanoseconds by the GPU's global timer, then copies.
+__global__ void SlowCopyKernel(const float* in, float* out, int64_t n, uint64_t ns) {
+  uint64_t start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = in[i];
+}
+
 int Blocks(int64_t n) { return static_cast<int>((n + 255) / 256); }
 
 }  // namespace
+
+cudaError_t LaunchSlowCopy(const float* in, float* out, int64_t n, uint64_t ns, cudaStream_t s) {
+  SlowCopyKernel<<<Blocks(n), 256, 0, s>>>(in, out, n, ns);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchStructAffine(AffineArgs args, cudaStream_t s) {
   StructAffineKernel<<<Blocks(args.n), 256, 0, s>>>(args);

@@ -22,6 +22,9 @@ cudaError_t LaunchStructAffine(AffineArgs args, cudaStream_t s);
 cudaError_t LaunchAddFromHalves(const float* in, float* out, int64_t n, cudaStream_t s);
 // out[0] = 0, out[i] = in[i - 1]: all zeros when done in place.
 cudaError_t LaunchShiftRight(const float* in, float* out, int64_t n, cudaStream_t s);
+// out[i] = in[i] after every thread has waited `ns` nanoseconds: a launch
+// slow enough that two launches on two streams would overlap.
+cudaError_t LaunchSlowCopy(const float* in, float* out, int64_t n, uint64_t ns, cudaStream_t s);
 // *out = sum of in[0..n), by CUB's DeviceReduce, temp storage from `alloc`.
 cudaError_t CubSum(const float* in, float* out, int64_t n, void* temp, size_t* temp_bytes, cudaStream_t s);
 

@@ -36,20 +36,29 @@ bool ExecCache::VariantMatches(const ExecVariant& v, std::span<const TensorRef> 
   return true;
 }
 
+namespace {
+
+// Sets the caller's addresses in a head's parameters; whether any changed.
+bool SetHeadAddresses(HeadNode& h, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
+  bool changed = false;
+  for (int k = 0; k < h.params.count; ++k) {
+    const void* addr = inputs[h.first + k].data;
+    changed |= h.params.copies[k].src != addr;
+    h.params.copies[k].src = addr;
+  }
+  for (int k = 0; k < h.params.publish_count; ++k) {
+    void* addr = outputs[h.first + k].data;
+    changed |= h.params.publish[k] != addr;
+    h.params.publish[k] = addr;
+  }
+  return changed;
+}
+
+}  // namespace
+
 Status ExecCache::Restage(ExecVariant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
   for (HeadNode& h : v.heads) {
-    bool changed = false;
-    for (int k = 0; k < h.params.count; ++k) {
-      const void* addr = inputs[h.first + k].data;
-      changed |= h.params.copies[k].src != addr;
-      h.params.copies[k].src = addr;
-    }
-    for (int k = 0; k < h.params.publish_count; ++k) {
-      void* addr = outputs[h.first + k].data;
-      changed |= h.params.publish[k] != addr;
-      h.params.publish[k] = addr;
-    }
-    if (!changed) continue;
+    if (!SetHeadAddresses(h, inputs, outputs)) continue;
     void* args[] = {&h.params};
     cudaKernelNodeParams p = h.launch;
     p.kernelParams = args;
@@ -66,6 +75,28 @@ Status ExecCache::Restage(ExecVariant& v, std::span<const TensorRef> inputs, std
   return OkStatus();
 }
 
+StatusOr<GraphExec> ExecCache::InstantiateBound(GraphEntry& g, std::span<const TensorRef> inputs,
+                                                std::span<const TensorRef> outputs) {
+  // The heads get these addresses in the graph before it is instantiated,
+  // not rewritten after: on an H200 a 128-kernel executable with a rewritten
+  // node ran 1.2x slower from then on (bench/binding_micro). template_heads
+  // keeps saying what the graph's heads hold, for the next instantiation.
+  for (HeadNode& h : g.template_heads) {
+    if (!SetHeadAddresses(h, inputs, outputs)) continue;
+    void* args[] = {&h.params};
+    cudaKernelNodeParams p = h.launch;
+    p.kernelParams = args;
+    p.extra = nullptr;
+    if (cudaError_t err = cuda().GraphKernelNodeSetParams(h.node, &p); err != cudaSuccess) {
+      // The graph's head may hold either address now: forget both.
+      for (int k = 0; k < h.params.count; ++k) h.params.copies[k].src = nullptr;
+      for (int k = 0; k < h.params.publish_count; ++k) h.params.publish[k] = nullptr;
+      return CudaStatus(err, CudaCallName(CudaCall::kGraphKernelNodeSetParams));
+    }
+  }
+  return GraphExec::Instantiate(*g.graph);
+}
+
 ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
                                                std::span<const TensorRef> outputs, int64_t* new_variants) {
   // Callers that cycle through a few buffers (double buffering, a caching
@@ -74,7 +105,7 @@ ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const Te
   // reuses the least recently used executable with one rewrite per head node.
   const bool recurring = g.missed.Recurs(AddressSetKey(inputs, outputs));
   if (recurring && g.variants.size() < MaxExecVariants(g.nodes)) {
-    StatusOr<GraphExec> exec = GraphExec::Instantiate(*g.graph);
+    StatusOr<GraphExec> exec = InstantiateBound(g, inputs, outputs);
     if (exec.ok()) {
       g.variants.push_back(ExecVariant{*std::move(exec), g.graph, g.template_heads});
       ++*new_variants;
@@ -93,7 +124,7 @@ StatusOr<BoundExec> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> in
       return Status(direct.status().code(), "method '" + *method_ + "': " + std::string(direct.status().message()) +
                                                 "; direct binding not updated, nothing launched");
     }
-    if (*direct != nullptr) return BoundExec{*direct, g.direct->bumps_sequence()};
+    if (*direct != nullptr) return BoundExec{*direct, g.direct->bumps_sequence(), false};
   }
   size_t vi = 0;
   while (vi < g.variants.size() && !VariantMatches(g.variants[vi], inputs, outputs)) ++vi;

@@ -78,12 +78,14 @@ struct GraphEntry {
   bool auto_rejudge = false;
 };
 
-// What a replay launches: the executable, and whether it bumps the
+// What a replay launches: the executable, whether it bumps the
 // device-check sequence (every staged graph does; a direct one only when its
-// body calls Call::Check).
+// body calls Call::Check), and whether it records the completion event (a
+// direct graph holds no node of encore's for it).
 struct BoundExec {
   const GraphExec* exec = nullptr;
   bool bumps_sequence = true;
+  bool records_completion = true;  // a staged graph's last node records it
 };
 
 class ExecCache {
@@ -109,6 +111,9 @@ class ExecCache {
   // address set seen twice (counted in *new_variants).
   StatusOr<BoundExec> Bind(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                            int64_t* new_variants);
+  // An executable of g's graph with its heads set to these addresses.
+  StatusOr<GraphExec> InstantiateBound(GraphEntry& g, std::span<const TensorRef> inputs,
+                                       std::span<const TensorRef> outputs);
 
   // Moves the least recently used graph's executable into `entry`, updated
   // in place to run entry's graph, and drops that graph. False (nothing

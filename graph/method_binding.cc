@@ -61,7 +61,7 @@ void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
       n.check_sequence = checks_.sequence();
       n.head_launch = e.template_heads.front().launch;
     }
-    direct = DirectGraph::Build(*e.graph, n, e.static_inputs, e.static_outputs, last_launch_event_.get());
+    direct = DirectGraph::Build(*e.graph, n, e.static_inputs, e.static_outputs);
     facts.unsafe_reason = direct->unsafe_reason();
     facts.rewrite_nodes = direct->rewrite_nodes();
     // Unknown until replays show it: assumed, and judged again then.
@@ -159,11 +159,11 @@ void MethodInstance::RejudgeAutoBinding(GraphEntry& g, int64_t index) {
   BindingFacts facts;
   facts.scan_available = true;
   facts.rewrite_nodes = g.direct->rewrite_nodes();
-  facts.addresses_recur = AddressesRecur(g.direct->binds(), g.direct->rewrites());
+  facts.addresses_recur = AddressesRecur(g.direct->binds(), g.direct->fresh());
   BindingChoice c = ChooseBinding(Binding::kAuto, facts);
   if (c.binding == Binding::kDirect) return;
-  c.reason += " (" + std::to_string(g.direct->rewrites()) + " of its first " + std::to_string(g.direct->binds()) +
-              " replays had new addresses)";
+  c.reason += " (" + std::to_string(g.direct->fresh()) + " of its first " + std::to_string(g.direct->binds()) +
+              " replays brought addresses not seen before)";
   g.direct.reset();
   g.rebind_sites = 0;
   g.binding = std::move(c);

@@ -249,29 +249,54 @@ std::string MethodInstance::CheckConstants() {
 }
 
 Status MethodInstance::WaitForLastLaunch() {
-  if (!has_launched_ || !last_launch_event_) return OkStatus();
-  ENCORE_CUDA_CALL(EventSynchronize, last_launch_event_.get());
-  return OkStatus();
-}
-
-Status MethodInstance::JoinLastLaunch(cudaStream_t stream) {
-  if (has_launched_ && stream != last_launch_stream_) {
-    // The graphs of this method share static buffers and scratch, so a
-    // launch on a new stream waits for the previous launch, whose last node
-    // recorded last_launch_event_. (The previous stream itself may be gone.)
-    ENCORE_CUDA_CALL(StreamWaitEvent, stream, last_launch_event_.get(), 0);
+  if (!has_launched_) return OkStatus();
+  if (last_launch_recorded_) {
+    ENCORE_CUDA_CALL(EventSynchronize, last_launch_event_.get());
+  } else {
+    // A direct launch records nothing, and its stream may be gone by now.
+    ENCORE_CUDA_CALL(DeviceSynchronize);
   }
   return OkStatus();
 }
 
-Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence) {
+Status MethodInstance::JoinLastLaunch(cudaStream_t stream) {
+  if (!has_launched_ || stream == last_launch_stream_) return OkStatus();
+  // The graphs of this method share static buffers and scratch, so a launch
+  // on a new stream waits for the previous launch. The previous stream
+  // itself may be gone, so the wait is on the event its launch recorded; a
+  // direct launch records it only once calls have used several streams, so
+  // the first change of stream after one waits for the whole device, once.
+  if (last_launch_recorded_) {
+    ENCORE_CUDA_CALL(StreamWaitEvent, stream, last_launch_event_.get(), 0);
+  } else {
+    ENCORE_CUDA_CALL(DeviceSynchronize);
+    log_.Debug("several_streams", {{"method", name_}, {"detail", "waited for the device once"}});
+  }
+  several_streams_ = true;
+  return OkStatus();
+}
+
+Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence,
+                                   bool records_completion) {
   ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
   ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
   if (pad_) pad_rows_.Launched();
   if (bumps_sequence) checks_.RecordLaunch(index);
   has_launched_ = true;
   last_launch_stream_ = stream;
+  last_launch_recorded_ = records_completion;
+  if (!records_completion && several_streams_) RecordLastWork(stream);
   return OkStatus();
+}
+
+void MethodInstance::RecordLastWork(cudaStream_t stream) {
+  if (!has_launched_ || !last_launch_event_) return;
+  // The launch has happened and its result stands: a failure here only
+  // means the next change of stream waits for the whole device.
+  const cudaError_t err = cuda().EventRecord(last_launch_event_.get(), stream);
+  last_launch_recorded_ = err == cudaSuccess;
+  last_launch_stream_ = stream;
+  if (err != cudaSuccess) (void)cuda().GetLastError();
 }
 
 Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
@@ -283,7 +308,7 @@ Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStre
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
   std::optional<VerifiedLaunch> v;
   if (verify) v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
-  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence));
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence, bound.records_completion));
   ++g.launches;
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});

@@ -92,8 +92,14 @@ class MethodInstance {
   Status Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index);
   Status JoinLastLaunch(cudaStream_t stream);
   // `bumps_sequence`: the graph's launch bumps the device-check sequence,
-  // so the launch ring records it.
-  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence = true);
+  // so the launch ring records it. `records_completion`: its last node
+  // records last_launch_event_ (staged graphs; direct ones have no node of
+  // encore's, so the event is recorded only once calls use several streams).
+  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence = true,
+                     bool records_completion = true);
+  // Records last_launch_event_ on `stream` after encore's own work there
+  // (the probe's, verification's), so a later wait covers it.
+  void RecordLastWork(cudaStream_t stream);
   // binding=auto's second look at a direct graph once its replays show
   // whether the caller's addresses recur (policy/binding_policy.h).
   void RejudgeAutoBinding(GraphEntry& g, int64_t index);
@@ -229,6 +235,11 @@ class MethodInstance {
   Event last_launch_event_;
   cudaStream_t last_launch_stream_ = nullptr;
   bool has_launched_ = false;
+  // Whether last_launch_event_ marks the end of the last launch; and whether
+  // calls have come on more than one stream (from then on every direct
+  // launch records the event).
+  bool last_launch_recorded_ = false;
+  bool several_streams_ = false;
   bool verify_refusal_logged_ = false;
 
   // Padding to buckets: whether on_new_shape=pad; the buckets in force

@@ -46,6 +46,7 @@ Status MethodInstance::FinishVerify(VerifiedLaunch* v, Args outputs, cudaStream_
   std::string diff;
   if (v != nullptr) {
     StatusOr<std::string> d = CheckLaunch(*v, outputs, stream, index);
+    RecordLastWork(stream);  // the check's own work on the stream follows the launch
     if (!d.ok()) return d.status();
     diff = *std::move(d);
   }

@@ -136,7 +136,7 @@ Status MethodInstance::ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cu
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
   std::optional<VerifiedLaunch> v;
   if (verify) v = BeginVerify(g, inputs, outputs, stream, index);
-  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence));
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence, bound.records_completion));
   ++g.launches;
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});

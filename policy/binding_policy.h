@@ -45,20 +45,25 @@ inline constexpr int64_t kAutoMaxRecapturesForDirect = 8;
 inline constexpr int64_t kAutoMaxRewriteNodes = 16;
 
 // binding=auto cannot know at capture whether the caller's addresses will
-// recur, so it binds directly and judges again after this many replays.
-inline constexpr int64_t kAutoRejudgeAfter = 64;
+// recur, so it binds directly and judges again after this many replays:
+// enough for a rotation over kMaxExecVariants buffer sets to come round
+// three times.
+inline constexpr int64_t kAutoRejudgeAfter = 256;
 
-// Whether the caller's address sets recur: at most one replay in four had
-// to rewrite the graph.
-inline bool AddressesRecur(int64_t replays, int64_t rewrites) { return rewrites * 4 <= replays; }
+// Whether the caller's address sets recur: at most one replay in three
+// brought an address set not seen before (`fresh`).
+inline bool AddressesRecur(int64_t replays, int64_t fresh) { return fresh * 3 <= replays; }
 
 // Executables kept per graph for recurring caller address sets. On an
-// H200, launching a different executable of a big graph each call costs GPU
-// time (4 executables taking turns: about 0.25 µs per node at 128 and 512
-// kernel nodes, nothing measurable at 32; bench/RESULTS.md), so a big graph
-// keeps one executable and rewrites it instead.
-inline constexpr size_t kVariantNodeBudget = 256;
-inline constexpr size_t kMaxExecVariants = 8;
+// H200 (bench/binding_micro, 2026-12-01) switching executables costs nothing
+// measurable: 64 executables of a 128-kernel graph taking turns ran at 0.97x
+// the end-to-end time of one, 2 at 0.92x. Rewriting instead costs GPU time
+// for the whole graph: one rewritten kernel parameter made the next launch
+// of that 128-kernel graph 1.20x slower, all 128 rewritten 1.29x. So a
+// graph keeps an executable per recurring set, within a node budget that
+// bounds the executables' memory (a few hundred bytes per node).
+inline constexpr size_t kVariantNodeBudget = 16384;
+inline constexpr size_t kMaxExecVariants = 64;
 inline size_t MaxExecVariants(size_t nodes) {
   const size_t n = kVariantNodeBudget / (nodes == 0 ? 1 : nodes);
   return n < 1 ? 1 : n > kMaxExecVariants ? kMaxExecVariants : n;

@@ -64,17 +64,19 @@ TEST(BindingPolicyTest, AutoStagesAMethodThatKeepsRecapturing) {
 TEST(BindingPolicyTest, BigGraphsKeepOneExecutable) {
   EXPECT_EQ(MaxExecVariants(0), kMaxExecVariants);
   EXPECT_EQ(MaxExecVariants(2), kMaxExecVariants);
-  EXPECT_EQ(MaxExecVariants(33), 7u);
-  EXPECT_EQ(MaxExecVariants(128), 2u);
-  EXPECT_EQ(MaxExecVariants(129), 1u);
+  EXPECT_EQ(MaxExecVariants(256), 64u);
+  EXPECT_EQ(MaxExecVariants(257), 63u);
+  EXPECT_EQ(MaxExecVariants(4096), 4u);
+  EXPECT_EQ(MaxExecVariants(16385), 1u);
   EXPECT_EQ(MaxExecVariants(100000), 1u);
 }
 
 TEST(BindingPolicyTest, AddressesRecurWhenFewReplaysRewrite) {
-  EXPECT_TRUE(AddressesRecur(kAutoRejudgeAfter, 4));    // four buffers, rotated: four misses then hits
-  EXPECT_TRUE(AddressesRecur(64, 16));
-  EXPECT_FALSE(AddressesRecur(64, 17));
-  EXPECT_FALSE(AddressesRecur(64, 64));  // fresh buffers every call
+  EXPECT_TRUE(AddressesRecur(kAutoRejudgeAfter, 4));   // four buffer sets, rotated
+  EXPECT_TRUE(AddressesRecur(kAutoRejudgeAfter, 65));  // 64 sets four times, and the probe's
+  EXPECT_TRUE(AddressesRecur(300, 100));
+  EXPECT_FALSE(AddressesRecur(300, 101));
+  EXPECT_FALSE(AddressesRecur(256, 256));  // fresh buffers every call
 }
 
 }  // namespace
