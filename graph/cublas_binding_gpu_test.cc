@@ -7,14 +7,12 @@
 // every replay verified against an eager re-run, and every result must be
 // bit-equal to the same body run eagerly, outside encore, on the same inputs.
 //
-// Which binding each gets depends on how cuBLAS launches its kernels: a
-// kernel whose parameters come as one packed buffer (the launch's `extra`)
-// cannot be scanned, and its graph is staged with that reason. On the H200
-// with cuBLAS 13.1 that is the case for the BF16 tensor-core GEMMs (nvJet
-// kernels), from cublasGemmEx and from cublasLtMatmul alike; the FP32 GEMMs,
-// the split-K GEMM with its cuBLASLt reduction kernel, and the gemv bind
-// directly. The test captures each body alone first to see which case it
-// is in, and asserts that case's outcome.
+// Every case binds directly, the probe passing. cuBLAS launches some kernels
+// with their parameters in one packed buffer (the launch's `extra`): on the
+// H200 with cuBLAS 13.1 the BF16 tensor-core GEMMs (nvJet kernels), from
+// cublasGemmEx and cublasLtMatmul alike, whose tensor-map descriptors hold
+// the tensors' addresses as plain words. The scan reads that buffer too; the
+// test captures each body alone to say which form it met, and prints it.
 //
 // The cuBLAS handle's workspace is a buffer allocated once, outside any
 // capture: without one, cuBLAS (12.2 and later) allocates its workspace in
@@ -396,7 +394,7 @@ struct BufferSet {
 // Whether a kernel of `c`'s body takes its parameters as one packed buffer
 // (the launch's `extra`) instead of an array of pointers: the body captured
 // alone, outside encore, and its kernel nodes read with the driver call the
-// scan uses. The scan cannot read such a node, so it stages the graph.
+// scan uses.
 StatusOr<bool> LaunchesWithExtra(const Case& c, const BufferSet& b, cudaStream_t s) {
   if (cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal); e != cudaSuccess) {
     return InternalError(std::string("cudaStreamBeginCapture: ") + cudaGetErrorName(e));
@@ -536,12 +534,10 @@ class CublasBindingGpuTest : public ::testing::TestWithParam<Binding> {
   }
 
   // Runs `c` (RunRotating, every result bit-equal to the eager run) and
-  // checks its binding. Where the body launches nothing with `extra`, the
-  // outcome issue 13 asks for: bound directly, the probe passed. Where it
-  // does (on the H200, cuBLAS 13.1's nvJet tensor-core kernels for BF16),
-  // the scan cannot read that kernel's parameters, so the graph must be
-  // staged with that reason and still give the same results. Either way
-  // every replay is verified equal to an eager re-run.
+  // checks its binding: the outcome issue 13 asks for, bound directly with
+  // the probe passed, whether or not a kernel takes a packed buffer (on the
+  // H200, cuBLAS 13.1's nvJet tensor-core kernels for BF16 do). Every replay
+  // is verified equal to an eager re-run.
   void RunAndExpectBinding(const Case& c) {
     Method* m = Register(c);
     RunRotating(m, c);
@@ -567,19 +563,12 @@ class CublasBindingGpuTest : public ::testing::TestWithParam<Binding> {
     EXPECT_EQ(r.verify_failures, 0);
     EXPECT_EQ(logs_.Count("binding_probe"), 0);  // logged only when the probe stages
     const std::string flag = "binding=" + std::string(BindingName(GetParam())) + ": ";
-    if (!extra) {
-      EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
-      EXPECT_EQ(r.binding_reason, flag + "direct: every reference found, rewritten and proven by the probe");
-      // Every tensor (constants aside) is named by at least one parameter
-      // word or endpoint.
-      EXPECT_GE(r.rebind_sites, static_cast<int64_t>(c.inputs.size() + c.outputs.size()));
-      EXPECT_GT(r.exec_variants, 0);  // recurring sets earned executables
-    } else {
-      EXPECT_EQ(r.binding, Binding::kStaged) << r.binding_reason;
-      EXPECT_EQ(r.binding_reason,
-                flag + "staged, because a kernel node passes its parameters in a form encore cannot read ('extra')");
-      EXPECT_EQ(r.rebind_sites, 0);
-    }
+    EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
+    EXPECT_EQ(r.binding_reason, flag + "direct: every reference found, rewritten and proven by the probe");
+    // Every tensor (constants aside) is named by at least one parameter
+    // word or endpoint.
+    EXPECT_GE(r.rebind_sites, static_cast<int64_t>(c.inputs.size() + c.outputs.size()));
+    EXPECT_GT(r.exec_variants, 0);  // recurring sets earned executables
   }
 
   LogCapture logs_;

@@ -156,41 +156,18 @@ Status DirectGraph::ScanKernel(cudaGraphNode_t node, bool in_child) {
     unsafe_ = Unsafe(err, CudaCall::kDriverGraphKernelNodeGetParams);
     return OkStatus();
   }
-  if (k.params.extra != nullptr || (k.params.func == nullptr && k.params.kern == nullptr)) {
-    unsafe_ = "a kernel node passes its parameters in a form encore cannot read ('extra')";
+  if (k.params.func == nullptr && k.params.kern == nullptr) {
+    unsafe_ = "a kernel node names no function encore can ask for its parameters";
     return OkStatus();
   }
-  std::vector<size_t> sizes;
-  auto param_info = [&k](size_t i, size_t* offset, size_t* size) {
-    return k.params.func != nullptr ? cuda().DriverFuncGetParamInfo(k.params.func, i, offset, size)
-                                    : cuda().DriverKernelGetParamInfo(k.params.kern, i, offset, size);
-  };
-  for (size_t i = 0;; ++i) {
-    size_t offset = 0, size = 0;
-    cudaError_t err = param_info(i, &offset, &size);
-    // An invalid value past the last parameter ends the list; asked again,
-    // the driver says the same. A list cut short would make a rewrite pass
-    // the driver fewer arguments than the kernel takes.
-    if (err == cudaErrorInvalidValue && param_info(i, &offset, &size) == cudaErrorInvalidValue) break;
-    if (err != cudaSuccess) {
-      unsafe_ = Unsafe(err, k.params.func != nullptr ? CudaCall::kDriverFuncGetParamInfo
-                                                      : CudaCall::kDriverKernelGetParamInfo);
-      return OkStatus();
-    }
-    k.offsets.push_back(offset);
-    sizes.push_back(size);
-  }
-  size_t total = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) total = std::max(total, k.offsets[i] + sizes[i]);
-  k.args.assign((total + 7) / 8, 0);
-  auto* bytes = reinterpret_cast<unsigned char*>(k.args.data());
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    std::memcpy(bytes + k.offsets[i], k.params.kernelParams[i], sizes[i]);
-    k.arg_ptrs.push_back(bytes + k.offsets[i]);
+  if (k.params.extra != nullptr) {
+    if (!ReadPackedParams(k)) return OkStatus();
+  } else if (!ReadParamList(k)) {
+    return OkStatus();
   }
   // A pointer in a parameter (or inside a struct parameter) is 8-byte
   // aligned in the parameter buffer.
-  for (size_t w = 0; w + 8 <= total; w += 8) {
+  for (size_t w = 0; w + 8 <= k.args.size() * 8; w += 8) {
     uint64_t delta = 0;
     const uintptr_t word = static_cast<uintptr_t>(k.args[w / 8]);
     const int t = FindTensor(word, &delta);
@@ -211,6 +188,64 @@ Status DirectGraph::ScanKernel(cudaGraphNode_t node, bool in_child) {
   sites_ += static_cast<int64_t>(k.refs.size());
   kernels_.push_back(std::move(k));
   return OkStatus();
+}
+
+bool DirectGraph::ReadPackedParams(KernelSite& k) {
+  // cuBLAS's Hopper GEMMs, among others, launch with one packed parameter
+  // buffer: CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE pairs, then _END.
+  const void* buffer = nullptr;
+  size_t size = 0;
+  bool known = true;
+  for (void* const* e = k.params.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+    if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+      buffer = e[1];
+    } else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+      size = *static_cast<const size_t*>(e[1]);
+    } else {
+      known = false;
+      break;
+    }
+  }
+  if (!known || buffer == nullptr || k.params.kernelParams != nullptr) {
+    unsafe_ = "a kernel node passes its parameters in a form encore cannot read ('extra' without a packed buffer)";
+    return false;
+  }
+  k.packed_bytes = size;
+  k.args.assign((size + 7) / 8, 0);
+  std::memcpy(k.args.data(), buffer, size);
+  return true;
+}
+
+bool DirectGraph::ReadParamList(KernelSite& k) {
+  std::vector<size_t> sizes;
+  auto param_info = [&k](size_t i, size_t* offset, size_t* size) {
+    return k.params.func != nullptr ? cuda().DriverFuncGetParamInfo(k.params.func, i, offset, size)
+                                    : cuda().DriverKernelGetParamInfo(k.params.kern, i, offset, size);
+  };
+  for (size_t i = 0;; ++i) {
+    size_t offset = 0, size = 0;
+    cudaError_t err = param_info(i, &offset, &size);
+    // An invalid value past the last parameter ends the list; asked again,
+    // the driver says the same. A list cut short would make a rewrite pass
+    // the driver fewer arguments than the kernel takes.
+    if (err == cudaErrorInvalidValue && param_info(i, &offset, &size) == cudaErrorInvalidValue) break;
+    if (err != cudaSuccess) {
+      unsafe_ = Unsafe(err, k.params.func != nullptr ? CudaCall::kDriverFuncGetParamInfo
+                                                      : CudaCall::kDriverKernelGetParamInfo);
+      return false;
+    }
+    k.offsets.push_back(offset);
+    sizes.push_back(size);
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) total = std::max(total, k.offsets[i] + sizes[i]);
+  k.args.assign((total + 7) / 8, 0);
+  auto* bytes = reinterpret_cast<unsigned char*>(k.args.data());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::memcpy(bytes + k.offsets[i], k.params.kernelParams[i], sizes[i]);
+    k.arg_ptrs.push_back(bytes + k.offsets[i]);
+  }
+  return true;
 }
 
 Status DirectGraph::ScanEndpoints(cudaGraphNode_t node, bool is_memset, bool in_child) {
@@ -415,8 +450,11 @@ Status DirectGraph::WriteKernel(cudaGraphExec_t exec, const std::vector<const vo
     k.args[r.offset / 8] = reinterpret_cast<uintptr_t>(Address(r.tensor, inputs, outputs)) + r.delta;
   }
   CUDA_KERNEL_NODE_PARAMS p = k.params;
-  p.kernelParams = k.arg_ptrs.data();
-  p.extra = nullptr;
+  size_t packed_bytes = k.packed_bytes;
+  void* packed[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k.args.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_bytes,
+                    CU_LAUNCH_PARAM_END};
+  p.kernelParams = k.packed_bytes > 0 ? nullptr : k.arg_ptrs.data();
+  p.extra = k.packed_bytes > 0 ? packed : nullptr;
   if (exec == nullptr) {
     ENCORE_CUDA_CALL(DriverGraphKernelNodeSetParams, k.node, &p);
   } else {

@@ -96,6 +96,7 @@ class DirectGraph {
     std::vector<uint64_t> args;    // the parameter buffer, 8-byte aligned
     std::vector<size_t> offsets;   // each parameter's offset in `args`
     std::vector<void*> arg_ptrs;   // kernelParams for a rewrite
+    size_t packed_bytes = 0;       // launched with one packed buffer ('extra') of this size
     std::vector<WordRef> refs;
   };
   struct EndpointSite {  // a memcpy or memset node
@@ -123,6 +124,10 @@ class DirectGraph {
   // Finds the references in `g` (and its child graphs).
   Status Scan(cudaGraph_t g, bool in_child);
   Status ScanKernel(cudaGraphNode_t node, bool in_child);
+  // A kernel's parameter bytes into k.args, from its packed buffer or its
+  // parameter list; false (with unsafe_ set) when they cannot be read.
+  bool ReadPackedParams(KernelSite& k);
+  bool ReadParamList(KernelSite& k);
   Status ScanEndpoints(cudaGraphNode_t node, bool is_memset, bool in_child);
   // The tensor one past whose end `w` points, or -1.
   int EndOf(uintptr_t w) const;
