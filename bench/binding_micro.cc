@@ -206,6 +206,22 @@ void RunK(int k, cudaStream_t s, encore::Manager& mgr, const std::vector<float*>
   auto t = encore::bench::MeasureInterleaved(s, calls, 9, 100, v);
   const encore::bench::Timing f = t.at(v[0].first);
   for (const auto& [name, fn] : v) Print(name, t.at(name), f);
+  // Issue 13's targets for encore's default binding (auto), against the floor.
+  auto target = [&](const std::string& name, bool cpu, double limit) {
+    const encore::bench::Timing& x = t.at(name);
+    const double ratio = cpu ? x.cpu_us / f.cpu_us : x.e2e_us / f.e2e_us;
+    std::printf("  TARGET K=%d %-24s %-3s <= %.2fx floor: %.2fx %s\n", k, name.c_str() + 7, cpu ? "CPU" : "e2e", limit,
+                ratio, ratio <= limit ? "met" : "MISSED");
+  };
+  if (k == 1) {
+    target("encore auto, 2 pairs", true, 1.15);
+    target("encore auto, 64 pairs", true, 1.5);
+    target("encore auto, 2 pairs", false, 1.10);
+    target("encore auto, 64 pairs", false, 1.10);
+  } else if (k == 128) {
+    target("encore auto, 2 pairs", false, 1.02);
+    target("encore auto, 64 pairs", false, 1.02);
+  }
   for (encore::Method* m : {m_auto2, m_auto64, m_direct2, m_direct64, m_staged2, m_staged64}) {
     encore::MethodReport r = m->Report();
     std::printf("  %s: binding %s, exec_variants %lld, eager %lld (%s)\n", r.name.c_str(),
