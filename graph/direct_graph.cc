@@ -328,15 +328,37 @@ StatusOr<const GraphExec*> DirectGraph::Bind(Args inputs, Args outputs, int64_t*
     // Overlapping tensors bound in place could read what the graph wrote,
     // and a kernel chosen at capture for the static buffers' 256-byte
     // alignment may need it (vector loads): staging answers those calls.
-    if (TensorsOverlap(inputs, outputs) || !AlignedLikeStatic(inputs, outputs)) {
+    if (TensorsOverlap(inputs, outputs) || !AlignedLikeStatic(inputs, outputs) ||
+        (refused_rewrites_ > 0 && refused_.Holds(AddressSetKey(inputs, outputs)))) {
       return static_cast<const GraphExec*>(nullptr);
     }
     Variant& v = VariantForNewAddresses(inputs, outputs, new_variants);
-    ENCORE_RETURN_IF_ERROR(Rewrite(v, inputs, outputs));
+    if (Status s = Rewrite(v, inputs, outputs); !s.ok()) {
+      // CUDA will refuse these buffers again: asking it on every call would
+      // cost a failed rewrite (and, for a recurring set, an executable).
+      ++refused_rewrites_;
+      (void)refused_.Recurs(AddressSetKey(inputs, outputs));
+      return s;
+    }
     vi = variants_.size() - 1;
   }
   if (vi != 0) std::rotate(variants_.begin(), variants_.begin() + vi, variants_.begin() + vi + 1);
   return &variants_.front().exec;
+}
+
+StatusOr<const GraphExec*> DirectGraph::BindForProbe(Args inputs, Args outputs) {
+  // The snapshots are freed after the probe and never the caller's: counted,
+  // they would tell binding=auto that one more call had new addresses.
+  const int64_t binds = binds_, rewrites = rewrites_, refused_rewrites = refused_rewrites_;
+  const MissRing missed = missed_, refused = refused_;
+  int64_t new_variants = 0;
+  StatusOr<const GraphExec*> exec = Bind(inputs, outputs, &new_variants);
+  binds_ = binds;
+  rewrites_ = rewrites;
+  refused_rewrites_ = refused_rewrites;
+  missed_ = missed;
+  refused_ = refused;
+  return exec;
 }
 
 Status DirectGraph::Rewrite(Variant& v, Args inputs, Args outputs) {
