@@ -31,10 +31,12 @@ class MissRing {
  public:
   // True when `key` missed before (it recurs); else remembers it.
   bool Recurs(uint64_t key) {
-    if (std::find(keys_.begin(), keys_.end(), key) != keys_.end()) return true;
+    if (Holds(key)) return true;
     keys_[next_++ % keys_.size()] = key;
     return false;
   }
+  // Whether `key` is among the last keys remembered; remembers nothing.
+  bool Holds(uint64_t key) const { return std::find(keys_.begin(), keys_.end(), key) != keys_.end(); }
 
  private:
   // Four times kMaxExecVariants: a rotation over that many sets is seen to

@@ -2,20 +2,26 @@
 // Direct binding (MethodFlags::binding): graphs bound to the caller's
 // buffers, the references the scan must find (plain, struct, interior,
 // memcpy and memset endpoints, CUB's), the ones it cannot (a pointer in two
-// halves, one kept in device memory) staged by the scan or the probe, and
-// the cases where staging must answer (overlapping tensors, binding=staged).
+// halves, one kept in device memory) staged by the scan or the probe, the
+// cases where staging must answer (overlapping tensors, a rewrite CUDA
+// refuses, binding=staged), and the probe itself: its device checks, its
+// place in auto's statistics, its rewind failing, and its vote across ranks.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "encore/core/cuda_api.h"
 #include "encore/graph/manager.h"
 #include "encore/policy/binding_policy.h"
+#include "encore/policy/rank_consensus.h"
 #include "encore/shims/philox.h"
 #include "encore/tests/affine_call.h"
 #include "encore/tests/device_buffer.h"
@@ -317,26 +323,101 @@ TEST_F(BindingGpuTest, CubAndPhiloxBindDirectlyAndVerify) {
   EXPECT_EQ(r.phase, MethodPhase::kReplay);
 }
 
-TEST_F(BindingGpuTest, AFailedRewriteIsAnErrorAndTheNextCallIsRight) {
+TEST_F(BindingGpuTest, ARefusedRewriteIsAnsweredByTheStagedGraph) {
   DeviceBuffer<float> in(kN), out(kN);  // before RunMoving's, so the addresses differ
   Method* m = Register("fault", Binding::kDirect, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
   RunMoving(m, 1, Times2);
   ASSERT_EQ(m->Report().binding, Binding::kDirect);
   in.Fill(5.0f);
-  out.Fill(-1.0f);
   TensorRef i{in.get(), DType::kFloat32, {kN}, {}}, o{out.get(), DType::kFloat32, {kN}, {}};
   {
     CudaFaultInjector inject;
+    // As CUDA refuses a memcpy endpoint in pinned-host or managed memory.
     inject.FailNth(CudaCall::kDriverGraphExecKernelNodeSetParams, 1, cudaErrorInvalidValue);
-    Status s = m->Run({&i, 1}, {&o, 1}, s_);
-    EXPECT_FALSE(s.ok());
-    EXPECT_NE(s.message().find("'fault'"), std::string_view::npos) << s.message();
-    EXPECT_NE(s.message().find("cuGraphExecKernelNodeSetParams"), std::string_view::npos) << s.message();
+    for (int call = 0; call < 2; ++call) {
+      out.Fill(-1.0f);
+      Status s = m->Run({&i, 1}, {&o, 1}, s_);
+      ASSERT_TRUE(s.ok()) << "call " << call << ": " << s;
+      ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+      EXPECT_EQ(out.Download(), std::vector<float>(kN, 10.0f)) << "call " << call;
+    }
+    // The second call went to the staged graph without asking CUDA again.
+    EXPECT_EQ(inject.Count(CudaCall::kDriverGraphExecKernelNodeSetParams), 1);
   }
-  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
-  EXPECT_EQ(out.Download()[0], -1.0f);  // nothing launched
-  ASSERT_TRUE(m->Run({&i, 1}, {&o, 1}, s_).ok());
-  EXPECT_EQ(out.Download(), std::vector<float>(kN, 10.0f));
+  EXPECT_EQ(logs_.Count("direct_rewrite_refused"), 1);
+  EXPECT_EQ(m->Report().binding, Binding::kDirect) << m->Report().binding_reason;
+  RunMoving(m, 2, Times2);  // other addresses still bind directly
+}
+
+TEST_F(BindingGpuTest, AnExecutableWhoseRewriteWasRefusedPartWayIsNeverLaunchedAsBound) {
+  // out = in * 2 + 20 in 21 kernel nodes that all name the output: a
+  // refusal at the second node leaves the first naming the new buffers.
+  DeviceBuffer<float> a_in(kN), a_out(kN), b_in(kN), b_out(kN);
+  Method* m = Register("partial", Binding::kDirect, AffineThen20Increments);
+  auto run = [&](DeviceBuffer<float>& in, DeviceBuffer<float>& out) {
+    TensorRef i{in.get(), DType::kFloat32, {kN}, {}}, o{out.get(), DType::kFloat32, {kN}, {}};
+    Status s = m->Run({&i, 1}, {&o, 1}, s_);
+    EXPECT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+    return s;
+  };
+  a_in.Fill(1.0f);
+  b_in.Fill(2.0f);
+  ASSERT_TRUE(run(a_in, a_out).ok());  // the capture
+  ASSERT_TRUE(run(a_in, a_out).ok());  // the executable now bound to a's buffers
+  ASSERT_EQ(m->Report().binding, Binding::kDirect) << m->Report().binding_reason;
+  a_out.Fill(-1.0f);
+  b_out.Fill(-1.0f);
+  {
+    CudaFaultInjector inject;
+    inject.FailNth(CudaCall::kDriverGraphExecKernelNodeSetParams, 2, cudaErrorInvalidValue);
+    ASSERT_TRUE(run(b_in, b_out).ok());
+    EXPECT_EQ(inject.Failed(CudaCall::kDriverGraphExecKernelNodeSetParams), 1);
+  }
+  EXPECT_EQ(b_out.Download(), std::vector<float>(kN, 24.0f));  // answered by the staged graph
+  EXPECT_EQ(a_out.Download(), std::vector<float>(kN, -1.0f));  // the caller's other data untouched
+  // Back to a's buffers: an executable still taken for a's would run its
+  // first node on b's.
+  a_in.Fill(3.0f);
+  ASSERT_TRUE(run(a_in, a_out).ok());
+  EXPECT_EQ(a_out.Download(), std::vector<float>(kN, 26.0f));
+  EXPECT_EQ(b_out.Download(), std::vector<float>(kN, 24.0f));
+}
+
+TEST_F(BindingGpuTest, APinnedHostOrManagedTensorGetsTheRightResult) {
+  // A memcpy node's endpoint moved to host or managed memory: CUDA may
+  // refuse the rewrite, and the staged graph then answers.
+  Method* m = Register("copy", Binding::kDirect, [](Call& c) {
+    cudaError_t e = cudaMemcpyAsync(c.output(0).data, c.input(0).data, kN * sizeof(float), cudaMemcpyDeviceToDevice,
+                                    c.stream());
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "copy");
+  });
+  RunMoving(m, 2, [](const std::vector<float>& in) { return in; });
+  ASSERT_EQ(m->Report().binding, Binding::kDirect) << m->Report().binding_reason;
+  float* pinned = nullptr;
+  float* managed = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, kN * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMallocManaged(&managed, kN * sizeof(float)), cudaSuccess);
+  DeviceBuffer<float> dev_in(kN), dev_out(kN);
+  std::vector<float> v(kN);
+  std::iota(v.begin(), v.end(), 1.0f);
+  dev_in.Upload(v);
+  for (float* host : {pinned, managed}) {
+    for (bool host_is_input : {true, false}) {
+      if (host_is_input) std::copy(v.begin(), v.end(), host);
+      if (!host_is_input) std::fill(host, host + kN, -1.0f);
+      dev_out.Fill(-1.0f);
+      TensorRef i{host_is_input ? host : dev_in.get(), DType::kFloat32, {kN}, {}};
+      TensorRef o{host_is_input ? dev_out.get() : host, DType::kFloat32, {kN}, {}};
+      Status s = m->Run({&i, 1}, {&o, 1}, s_);
+      ASSERT_TRUE(s.ok()) << (host == pinned ? "pinned " : "managed ") << host_is_input << ": " << s;
+      ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+      std::vector<float> got = host_is_input ? dev_out.Download() : std::vector<float>(host, host + kN);
+      EXPECT_EQ(got, v) << (host == pinned ? "pinned " : "managed ") << host_is_input;
+    }
+  }
+  EXPECT_LE(logs_.Count("direct_rewrite_refused"), 1);
+  cudaFreeHost(pinned);
+  cudaFree(managed);
 }
 
 TEST_F(BindingGpuTest, AFailedScanStagesWithTheCallNamed) {
@@ -406,6 +487,221 @@ TEST_F(BindingGpuTest, ACallOnAnotherStreamWaitsForTheLastDirectLaunchWhoseStrea
   EXPECT_EQ(r.replays, kCalls - 1);
   cudaStreamDestroy(b);
   cudaStreamDestroy(c);
+}
+
+// out = in * 2, then a check that every input is positive, read through a
+// pointer in two halves: the scan cannot see it, and only the check reads it.
+Status CheckedThroughHalves(Call& c) {
+  ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 2.0f, 0.0f));
+  ENCORE_ASSIGN_OR_RETURN(void* scratch, c.Allocate(kN * sizeof(float) + sizeof(bool)));
+  const float* in = static_cast<const float*>(c.input(0).data);
+  float* copy = static_cast<float*>(scratch);
+  bool* all_positive = reinterpret_cast<bool*>(copy + kN);
+  cudaError_t e = cudaMemsetAsync(copy, 0, kN * sizeof(float), c.stream());
+  if (e == cudaSuccess) e = testing::LaunchAddFromHalves(in, copy, kN, c.stream());
+  if (e == cudaSuccess) e = testing::LaunchAllPositive(copy, kN, all_positive, c.stream());
+  if (e != cudaSuccess) return CudaStatus(e, "checked");
+  return c.Check(all_positive, "inputs must be positive");
+}
+
+TEST_F(BindingGpuTest, ACheckThatFailsOnlyInTheProbeStagesTheGraphAndFailsNoCall) {
+  // In the probe the check reads the poisoned static input: its failure is
+  // the only sign that the direct form would check stale memory.
+  Method* m = Register("hidden_check", Binding::kDirect, CheckedThroughHalves);
+  RunMoving(m, 2, Times2);  // every call OK: none reports the probe's check
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.binding, Binding::kStaged);
+  EXPECT_NE(r.binding_reason.find("a device check failed in the probe's run ('inputs must be positive')"),
+            std::string::npos)
+      << r.binding_reason;
+  EXPECT_EQ(r.check_failures, 0);
+  EXPECT_EQ(logs_.Count("check_failed"), 0);
+}
+
+TEST_F(BindingGpuTest, ACheckFailingInAProbeThatDiffersIsNotReportedEither) {
+  // out = in * 3 (a third of it read through halves), then a check on the
+  // output: in the probe both the output and the check see the poison.
+  Method* m = Register("halves_checked", Binding::kDirect, [](Call& c) -> Status {
+    float* out = static_cast<float*>(c.output(0).data);
+    ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 2.0f, 0.0f));
+    ENCORE_ASSIGN_OR_RETURN(void* flag, c.Allocate(sizeof(bool)));
+    cudaError_t e = testing::LaunchAddFromHalves(static_cast<const float*>(c.input(0).data), out, kN, c.stream());
+    if (e == cudaSuccess) e = testing::LaunchAllPositive(out, kN, static_cast<bool*>(flag), c.stream());
+    if (e != cudaSuccess) return CudaStatus(e, "halves");
+    return c.Check(static_cast<const bool*>(flag), "outputs must be positive");
+  });
+  RunMoving(m, 2, [](const std::vector<float>& in) {
+    std::vector<float> out(in.size());
+    for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] * 3.0f;
+    return out;
+  });
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.binding, Binding::kStaged);
+  EXPECT_NE(r.binding_reason.find("the probe found a reference the scan could not see"), std::string::npos)
+      << r.binding_reason;
+  EXPECT_EQ(r.check_failures, 0);
+}
+
+TEST_F(BindingGpuTest, ChecksThatTrapStageTheGraph) {
+  // A check in the probe that read the poison would trap and end the
+  // context: such graphs are not probed.
+  DeviceBuffer<bool> yes(1);
+  const bool one = true;
+  ASSERT_EQ(cudaMemcpy(yes.get(), &one, sizeof(bool), cudaMemcpyHostToDevice), cudaSuccess);
+  MethodSpec spec;
+  spec.name = "trapping";
+  spec.constants = std::vector<Constant>{};
+  MethodFlags f;
+  f.warmup_calls = 0;
+  f.binding = Binding::kDirect;
+  f.checks = CheckMode::kTrap;
+  spec.flags = f;
+  const bool* flag = yes.get();
+  spec.fn = [flag](Call& c) -> Status {
+    ENCORE_RETURN_IF_ERROR(c.Check(flag, "always true"));
+    return testing::AffineCall(c, 2.0f, 0.0f);
+  };
+  Method* m = *mgr_->Register(std::move(spec));
+  RunMoving(m, 2, Times2);
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.binding, Binding::kStaged);
+  EXPECT_NE(r.binding_reason.find("checks=trap"), std::string::npos) << r.binding_reason;
+}
+
+TEST_F(BindingGpuTest, TheProbesBindDoesNotCountInAutosAddressStatistics) {
+  // binding=auto keeps a many-node graph direct while at most one replay in
+  // four brings addresses not seen before. Replays 1..kFresh bring new
+  // buffers each, later ones repeat the last: kFresh new sets in the first
+  // kAutoRejudgeAfter replays, the most that still recur. Counted, the
+  // probe's bind (encore's snapshots) made one more.
+  constexpr int kFresh = static_cast<int>(kAutoRejudgeAfter / 4);
+  ASSERT_TRUE(AddressesRecur(kAutoRejudgeAfter, kFresh));
+  ASSERT_FALSE(AddressesRecur(kAutoRejudgeAfter, kFresh + 1));
+  // Every buffer exists before the capture, so none can take the address of
+  // the probe's snapshots (which would make its first replay no rewrite).
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> ins, outs;
+  for (int k = 0; k <= kFresh; ++k) {
+    ins.push_back(std::make_unique<DeviceBuffer<float>>(kN));
+    outs.push_back(std::make_unique<DeviceBuffer<float>>(kN));
+    ins.back()->Fill(float(k));
+  }
+  Method* m = Register("judged", Binding::kAuto, AffineThen20Increments);
+  for (int call = 0; call <= kAutoRejudgeAfter + 4; ++call) {
+    const int k = std::min(call, kFresh);
+    TensorRef i{ins[k]->get(), DType::kFloat32, {kN}, {}}, o{outs[k]->get(), DType::kFloat32, {kN}, {}};
+    ASSERT_TRUE(m->Run({&i, 1}, {&o, 1}, s_).ok()) << "call " << call;
+    ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+    ASSERT_EQ(outs[k]->Download(), std::vector<float>(kN, float(k) * 2.0f + 20.0f)) << "call " << call;
+  }
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.replays, kAutoRejudgeAfter + 4);
+  EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
+}
+
+TEST_F(BindingGpuTest, AProbeWhoseRewindFailsLeavesTheConstantsAsTheCallLeftThem) {
+  DeviceBuffer<int> counter(1);
+  counter.Upload({0});
+  auto body = [&](Call& c) {
+    cudaError_t e = testing::LaunchBump(counter.get(), c.stream());
+    return e == cudaSuccess ? testing::AffineCall(c, 2.0f, 0.0f) : CudaStatus(e, "bump");
+  };
+  DeviceBuffer<float> in(kN), out(kN);
+  in.Fill(1.0f);
+  TensorRef i{in.get(), DType::kFloat32, {kN}, {}}, o{out.get(), DType::kFloat32, {kN}, {}};
+  // The probe's copies in a capture call: the snapshots of the input, the
+  // output and the counter (3); Rewind saves the counter as the graph left
+  // it (the 4th) and puts back its state before the launch; the comparison
+  // reads the output and the counter back (4); the counter as the graph
+  // left it (1). Failing the 4th leaves the saved copy never written.
+  {
+    Method* clean = Register("clean", Binding::kDirect, body, {Constant{"counter", counter.get(), sizeof(int)}});
+    CudaFaultInjector count;
+    ASSERT_TRUE(clean->Run({&i, 1}, {&o, 1}, s_).ok());
+    ASSERT_EQ(count.Count(CudaCall::kMemcpyAsync), 10) << "the probe's copies changed; renumber the fault below";
+    ASSERT_EQ(clean->Report().binding, Binding::kDirect) << clean->Report().binding_reason;
+  }
+  // Not 1, which the clean run's saved copy held: the probe's memory may be
+  // the same allocation again.
+  counter.Upload({100});
+  Method* m = Register("rewind", Binding::kDirect, body, {Constant{"counter", counter.get(), sizeof(int)}});
+  {
+    CudaFaultInjector inject;
+    inject.FailNth(CudaCall::kMemcpyAsync, 4, cudaErrorInvalidValue);
+    ASSERT_TRUE(m->Run({&i, 1}, {&o, 1}, s_).ok());
+    EXPECT_EQ(inject.Failed(CudaCall::kMemcpyAsync), 1);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+  EXPECT_EQ(counter.Download()[0], 101);  // the call's bump, once
+  EXPECT_EQ(out.Download(), std::vector<float>(kN, 2.0f));
+  EXPECT_EQ(m->Report().binding, Binding::kStaged);
+  EXPECT_NE(m->Report().binding_reason.find("could not rewind"), std::string::npos) << m->Report().binding_reason;
+  ASSERT_TRUE(m->Run({&i, 1}, {&o, 1}, s_).ok());
+  EXPECT_EQ(counter.Download()[0], 102);
+}
+
+// Two ranks (threads on one GPU, a Manager each). Rank 1 lists a constant
+// too large to snapshot (the body never touches it), so its probe cannot
+// start after its capture: no rank may launch the probe, whose collectives
+// would wait for rank 1's.
+TEST(BindingRanksGpuTest, ARankWhoseProbeCannotStartKeepsEveryRankFromProbing) {
+  ENCORE_REQUIRE_GPU();
+  ThreadConsensus tc(2, std::chrono::seconds(20));
+  DeviceBuffer<float> untouched(1);
+  struct Rank {
+    MethodReport report;
+    std::vector<std::string> errors;
+  } ranks[2];
+  auto run = [&](int r) {
+    LogCapture logs;
+    ManagerOptions o;
+    o.consensus = tc.Rank(r);
+    o.logger = logs.logger();
+    auto mgr = Manager::Create(o);
+    if (!mgr.ok()) {
+      ranks[r].errors.push_back(mgr.status().ToString());
+      return;
+    }
+    MethodSpec spec;
+    spec.name = "tp";
+    spec.constants = std::vector<Constant>{};
+    if (r == 1) spec.constants->push_back({"huge", untouched.get(), size_t{1} << 46});  // 64 TiB, twice
+    MethodFlags f;
+    f.warmup_calls = 1;
+    f.binding = Binding::kDirect;
+    spec.flags = f;
+    spec.fn = [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); };
+    Method* m = *(*mgr)->Register(std::move(spec));
+    cudaStream_t s = nullptr;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    DeviceBuffer<float> in(kN), out(kN);
+    for (int call = 0; call < 5; ++call) {
+      in.Fill(float(call + r));
+      TensorRef ti{in.get(), DType::kFloat32, {kN}, {}}, to{out.get(), DType::kFloat32, {kN}, {}};
+      Status st = m->Run({&ti, 1}, {&to, 1}, s);
+      cudaStreamSynchronize(s);
+      if (!st.ok()) ranks[r].errors.push_back("call " + std::to_string(call) + ": " + st.ToString());
+      if (st.ok() && out.Download() != std::vector<float>(kN, float(call + r) * 2.0f + 1.0f)) {
+        ranks[r].errors.push_back("call " + std::to_string(call) + " was wrong");
+      }
+    }
+    ranks[r].report = m->Report();
+    cudaStreamDestroy(s);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::thread t1(run, 1);
+  run(0);
+  t1.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15)) << "a rank waited for a vote";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(ranks[r].errors.empty()) << "rank " << r << ": " << ranks[r].errors.front();
+    EXPECT_EQ(ranks[r].report.captures, 1) << r;
+    EXPECT_EQ(ranks[r].report.replays, 3) << r;
+    EXPECT_EQ(ranks[r].report.binding, Binding::kStaged) << r << ": " << ranks[r].report.binding_reason;
+  }
+  EXPECT_NE(ranks[1].report.binding_reason.find("the probe could not start"), std::string::npos)
+      << ranks[1].report.binding_reason;
+  EXPECT_NE(ranks[0].report.binding_reason.find("another rank cannot probe"), std::string::npos)
+      << ranks[0].report.binding_reason;
 }
 
 }  // namespace

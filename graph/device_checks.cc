@@ -77,17 +77,31 @@ Status DeviceChecks::TakeFailure() {
   // The kernel claims the record before it writes the other fields; wait for
   // it to finish. This is the failure path only, never a replay.
   (void)cuda().DeviceSynchronize();
-  const int id = r->check_id;
   const int64_t call = FailedCall(r);
-  std::string msg = id >= 0 && id < static_cast<int>(messages_.size()) ? messages_[id]
-                    : id == kOverflowId ? "(one of more than " + std::to_string(kMaxMessages) +
-                                              " distinct check messages; its text was not kept)"
-                                        : "unknown check";
+  std::string msg = MessageText(r->check_id);
   record_->Clear();
   ++failures_;
   log_->Warn("check_failed", {{"method", *method_}, {"message", msg}, {"call", call}});
   return FailedPreconditionError("method '" + *method_ + "': check failed: " + msg + " (call " +
                                  (call >= 0 ? std::to_string(call) : std::string("unknown")) + ")");
+}
+
+std::string DeviceChecks::MessageText(int id) const {
+  if (id >= 0 && id < static_cast<int>(messages_.size())) return messages_[id];
+  if (id == kOverflowId) {
+    return "(one of more than " + std::to_string(kMaxMessages) + " distinct check messages; its text was not kept)";
+  }
+  return "unknown check";
+}
+
+std::string DeviceChecks::DiscardFailure() {
+  if (!failure_pending()) return {};
+  // As in TakeFailure: the kernel claims the record before it writes the
+  // message id.
+  (void)cuda().DeviceSynchronize();
+  std::string msg = MessageText(record_->host()->check_id);
+  record_->Clear();
+  return msg;
 }
 
 }  // namespace encore

@@ -55,6 +55,13 @@ class DeviceChecks {
   // FailedPrecondition naming the method, the message and the call when a
   // check failed since the last time; clears the failure.
   Status TakeFailure();
+  // Whether a check has recorded a failure not yet taken (the record is
+  // mapped host memory: no CUDA call; a check still running is not seen).
+  bool failure_pending() const { return record_ && record_->host()->failed; }
+  // Takes a failure recorded by encore's own run of a graph (the binding
+  // probe), which belongs to no call: clears it without counting or logging
+  // it as a check failure. Its message, or empty when none is recorded.
+  std::string DiscardFailure();
   int64_t failures() const { return failures_; }
   // Checks queued inside captures so far: a graph whose capture added none
   // needs no node that bumps the sequence.
@@ -64,6 +71,8 @@ class DeviceChecks {
   static constexpr size_t kLaunchRing = 4096;
   Status EnsureRecord();
   int MessageId(std::string_view message);
+  // The text of check `id`, as the record names it.
+  std::string MessageText(int id) const;
   // The call a recorded failure belongs to, or -1 when unknown.
   int64_t FailedCall(volatile const CheckRecord* r) const;
 

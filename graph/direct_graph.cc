@@ -392,8 +392,12 @@ StatusOr<size_t> DirectGraph::VariantFor(Args inputs, Args outputs, int64_t* new
   ++rewrites_;
   // Overlapping tensors bound in place could read what the graph wrote,
   // and a kernel chosen at capture for the static buffers' 256-byte
-  // alignment may need it (vector loads): staging answers those calls.
-  if (TensorsOverlap(inputs, outputs) || !AlignedLikeStatic(inputs, outputs)) return variants_.size();
+  // alignment may need it (vector loads): staging answers those calls, and
+  // those whose buffers CUDA refused to bind before.
+  if (TensorsOverlap(inputs, outputs) || !AlignedLikeStatic(inputs, outputs) ||
+      (refused_rewrites_ > 0 && refused_.Holds(key))) {
+    return variants_.size();
+  }
   // As in ExecCache: an address set seen twice earns its own executable;
   // a set seen once rewrites one.
   const bool recurring = missed_.Recurs(key);
@@ -401,7 +405,13 @@ StatusOr<size_t> DirectGraph::VariantFor(Args inputs, Args outputs, int64_t* new
   vi = recurring ? NewVariant(key, inputs, outputs, new_variants) : variants_.size();
   if (vi == variants_.size()) {
     vi = VariantToRewrite();
-    ENCORE_RETURN_IF_ERROR(Rewrite(variants_[vi], inputs, outputs));
+    if (Status s = Rewrite(variants_[vi], inputs, outputs); !s.ok()) {
+      // CUDA will refuse these buffers again: asking it on every call would
+      // cost a failed rewrite (and, for a recurring set, an executable).
+      ++refused_rewrites_;
+      (void)refused_.Recurs(key);
+      return s;
+    }
   }
   return vi;
 }
@@ -422,6 +432,22 @@ std::vector<const void*> DirectGraph::Addresses(Args inputs, Args outputs) const
   std::vector<const void*> a;
   for (size_t t = 0; t < ranges_.size(); ++t) a.push_back(Address(static_cast<int>(t), inputs, outputs));
   return a;
+}
+
+StatusOr<const GraphExec*> DirectGraph::BindForProbe(Args inputs, Args outputs) {
+  // The snapshots are freed after the probe and never the caller's: counted,
+  // they would tell binding=auto that one more call had new addresses.
+  const int64_t binds = binds_, rewrites = rewrites_, fresh = fresh_, refused_rewrites = refused_rewrites_;
+  const MissRing missed = missed_, refused = refused_;
+  int64_t new_variants = 0;
+  StatusOr<const GraphExec*> exec = Bind(inputs, outputs, &new_variants);
+  binds_ = binds;
+  rewrites_ = rewrites;
+  fresh_ = fresh;
+  refused_rewrites_ = refused_rewrites;
+  missed_ = missed;
+  refused_ = refused;
+  return exec;
 }
 
 Status DirectGraph::Rewrite(Variant& v, Args inputs, Args outputs) {

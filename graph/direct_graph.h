@@ -82,7 +82,17 @@ class DirectGraph {
   // where a tensor moved (a new executable for an address set seen twice,
   // counted in *new_variants). Null (not an error) when the caller's tensors
   // overlap, where binding them directly could differ from staging.
+  // An error when CUDA refuses a rewrite (a memcpy or memset endpoint in
+  // pinned-host or managed memory): that executable is then bound to no
+  // address (its next use rewrites every node), and the address set is
+  // remembered, so later calls with it get null without asking CUDA again.
   StatusOr<const GraphExec*> Bind(Args inputs, Args outputs, int64_t* new_variants);
+  // Bind for the capture's probe, whose buffers are encore's snapshots:
+  // the counts and the address sets seen stay as they were, since they
+  // judge whether the caller's addresses recur (binding=auto).
+  StatusOr<const GraphExec*> BindForProbe(Args inputs, Args outputs);
+  // Calls whose rewrite CUDA refused (Bind's error).
+  int64_t refused_rewrites() const { return refused_rewrites_; }
 
  private:
   struct WordRef {
@@ -177,6 +187,9 @@ class DirectGraph {
   size_t mru_ = 0;  // the variant the last bind chose
   int64_t fresh_ = 0;
   MissRing missed_;
+  // Address sets whose rewrite CUDA refused: the staged graph answers them.
+  MissRing refused_;
+  int64_t refused_rewrites_ = 0;
 };
 
 // Whether every non-empty tensor starts on the 256-byte boundary the static

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pure checks DirectGraph::Bind makes before binding a call's tensors
-// in place (no CUDA calls): overlap and alignment.
+// in place (no CUDA calls): overlap, alignment, and the rings of address
+// sets that missed or that CUDA refused.
 #include "graph/direct_graph.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+
+#include "graph/address_set.h"
 
 namespace encore {
 namespace {
@@ -30,6 +33,21 @@ TEST(DirectGraphTest, EveryTensorMustStartOnTheStaticBuffersAlignment) {
   EXPECT_FALSE(AlignedLikeStatic({&slice, 1}, {&b, 1}));
   TensorRef empty = At(0x20000 + 4, 0);  // names no memory
   EXPECT_TRUE(AlignedLikeStatic({&a, 1}, {&empty, 1}));
+}
+
+TEST(DirectGraphTest, ARingRemembersRecentKeysAndAskingRemembersNothing) {
+  MissRing ring;
+  EXPECT_FALSE(ring.Holds(1));
+  EXPECT_FALSE(ring.Holds(1));  // asking did not remember it
+  EXPECT_FALSE(ring.Recurs(1));
+  EXPECT_TRUE(ring.Holds(1));
+  EXPECT_TRUE(ring.Recurs(1));
+  EXPECT_FALSE(ring.Recurs(2));
+  EXPECT_TRUE(ring.Holds(1));
+  // Bounded: enough newer keys push the oldest out.
+  for (uint64_t k = 3; k < 100000; ++k) (void)ring.Recurs(k);
+  EXPECT_FALSE(ring.Holds(1));
+  EXPECT_TRUE(ring.Holds(99999));
 }
 
 }  // namespace

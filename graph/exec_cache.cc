@@ -120,11 +120,17 @@ StatusOr<BoundExec> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> in
                                     std::span<const TensorRef> outputs, int64_t* new_variants) {
   if (g.direct) {
     StatusOr<const GraphExec*> direct = g.direct->Bind(inputs, outputs, new_variants);
-    if (!direct.ok()) {
-      return Status(direct.status().code(), "method '" + *method_ + "': " + std::string(direct.status().message()) +
-                                                "; direct binding not updated, nothing launched");
+    if (direct.ok() && *direct != nullptr) return BoundExec{*direct, g.direct->bumps_sequence(), false};
+    // CUDA refused to point a node at these buffers (a memcpy endpoint in
+    // pinned-host or managed memory): the staged graph, whose kernels copy
+    // them in and out, answers the call, as it does overlapping tensors.
+    if (!direct.ok() && g.direct->refused_rewrites() == 1) {
+      log_->Warn("direct_rewrite_refused", {{"method", *method_},
+                                            {"signature", g.signature.ToString()},
+                                            {"error", direct.status().message()},
+                                            {"detail", "answered by the staged graph, as are later calls with "
+                                                       "these addresses; logged once per graph"}});
     }
-    if (*direct != nullptr) return BoundExec{*direct, g.direct->bumps_sequence(), false};
   }
   size_t vi = 0;
   while (vi < g.variants.size() && !VariantMatches(g.variants[vi], inputs, outputs)) ++vi;

@@ -108,7 +108,9 @@ class ExecCache {
 
   // The executable of `g` to launch for these caller addresses, its head
   // nodes rewritten where an address moved; makes a new variant for an
-  // address set seen twice (counted in *new_variants).
+  // address set seen twice (counted in *new_variants). A direct graph's
+  // executable unless the direct form cannot take these tensors (they
+  // overlap, are unaligned, or CUDA refuses the rewrite): then the staged one.
   StatusOr<BoundExec> Bind(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                            int64_t* new_variants);
   // An executable of g's graph with its heads set to these addresses.

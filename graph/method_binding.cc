@@ -10,8 +10,10 @@
 // probe's outputs are poisoned, and the direct form runs on snapshots of the
 // inputs. A reference the scan missed (a pointer kept in device memory, or
 // split into halves) reads poison or writes where the probe does not look,
-// so its outputs differ, and the graph stays staged. The state is then left
-// as the staged launch left it: the call's effects are applied once.
+// so its outputs differ (or a device check in it fails, which is the probe's
+// evidence and no call's failure), and the graph stays staged. The state is
+// then left as the staged launch left it: the call's effects are applied
+// once.
 #include <string>
 
 #include "encore/core/cuda_api.h"
@@ -55,6 +57,10 @@ void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
     facts.unsafe_reason =
         "the method cannot list its constants, and the capture's probe runs the graph twice, which would apply "
         "its writes to them twice; list them (an empty list is fine) to bind directly";
+  } else if (flags_.checks == CheckMode::kTrap && checks_.graph_checks() > job.checks_before) {
+    facts.unsafe_reason =
+        "checks=trap and the body checks: a check in the capture's probe that read encore's poison (through a "
+        "reference the scan missed) would trap and end the process's CUDA context";
   } else {
     StagedNodes& n = job.staged;
     if (checks_.graph_checks() > job.checks_before && checks_.sequence() != nullptr && !e.template_heads.empty()) {
@@ -87,14 +93,7 @@ void MethodInstance::InstantiateDirect(GraphEntry& e, int64_t index) {
 
 std::optional<VerifiedLaunch> MethodInstance::BeginProbe(GraphEntry& e, Args inputs, Args outputs,
                                                          cudaStream_t stream, int64_t index) {
-  if (flags_.binding == Binding::kStaged) return std::nullopt;
-  if (votes_.several_ranks()) {
-    // The probe launches the graph, and so its collectives, once more: every
-    // rank probes or none does.
-    std::string veto = votes_.Vote(e.direct ? std::string() : "this rank stages the graph", "binding probe");
-    if (!veto.empty() && e.direct) StageInstead(e, "another rank cannot probe (" + veto + ")", index);
-  }
-  if (!e.direct) return std::nullopt;
+  if (flags_.binding == Binding::kStaged || !e.direct) return std::nullopt;
   std::vector<DeviceStateRegion> regions = StateRegions(e);
   if (checks_.sequence() != nullptr && e.direct->bumps_sequence()) {
     // The direct form bumps the check sequence too: its second launch must
@@ -111,45 +110,80 @@ std::optional<VerifiedLaunch> MethodInstance::BeginProbe(GraphEntry& e, Args inp
 
 void MethodInstance::FinishProbe(GraphEntry& e, VerifiedLaunch* probe, Args outputs, cudaStream_t stream,
                                  int64_t index) {
-  if (probe == nullptr || !e.direct) return;
-  if (Status s = probe->Rewind(stream); !s.ok()) {
-    // Some regions may already hold their "before" copy: put back what the
-    // staged launch left.
-    (void)probe->KeepGraphResult(stream);
-    StageInstead(e, "the probe could not rewind the device state (" + std::string(s.message()) + ")", index);
-    return;
+  if (flags_.binding == Binding::kStaged) return;
+  const bool probing = probe != nullptr && e.direct;
+  const GraphExec* exec = nullptr;
+  std::string why = probing ? PrepareProbe(e, *probe, stream, &exec) : "this rank stages the graph";
+  if (votes_.several_ranks()) {
+    // The probe launches the graph, and so its collectives, once more:
+    // every rank launches it or none does. A rank votes once nothing but
+    // the launch is left, so one whose probe could not start or prepare
+    // keeps the others from waiting for its collectives.
+    std::string veto = votes_.Vote(why, "binding probe");
+    if (why.empty() && !veto.empty()) why = "another rank cannot probe (" + veto + ")";
   }
-  std::string why;
-  Status s;
-  for (auto refs : {Args(e.static_inputs), Args(e.static_outputs), probe->eager_outputs()}) {
-    for (const TensorRef& t : refs) {
-      if (!s.ok() || t.span_bytes() == 0) continue;
-      if (cudaError_t err = cuda().MemsetAsync(t.data, kPoison, t.span_bytes(), stream); err != cudaSuccess) {
-        s = CudaStatus(err, CudaCallName(CudaCall::kMemsetAsync));
-      }
-    }
-  }
-  int64_t unused = 0;
-  StatusOr<const GraphExec*> exec = s.ok() ? e.direct->Bind(probe->eager_inputs(), probe->eager_outputs(), &unused)
-                                           : StatusOr<const GraphExec*>(s);
-  if (exec.ok() && *exec != nullptr) s = (*exec)->Launch(stream);
-  if (!exec.ok()) s = exec.status();
-  if (s.ok()) {
-    StatusOr<std::string> diff = probe->Compare(outputs, flags_.verify_tolerance, stream);
-    if (!diff.ok()) s = diff.status();
-    if (diff.ok() && !diff->empty()) {
-      why = "the probe found a reference the scan could not see: with encore's buffers poisoned, the direct form "
-            "differs from the staged graph (" + *diff + "; graph = staged, eager = direct)";
-    }
-  } else {
-    (void)cuda().GetLastError();
-  }
-  if (!s.ok()) why = "the probe failed (" + std::string(s.message()) + ")";
+  if (!probing) return;  // staged already, with its reason
+  if (why.empty()) why = RunProbe(*probe, *exec, outputs, stream);
   // The state as the staged launch left it, whatever the probe did.
   if (Status kept = probe->KeepGraphResult(stream); !kept.ok() && why.empty()) {
     why = "the probe could not restore the device state (" + std::string(kept.message()) + ")";
   }
   if (!why.empty()) StageInstead(e, std::move(why), index);
+}
+
+std::string MethodInstance::PrepareProbe(GraphEntry& e, VerifiedLaunch& probe, cudaStream_t stream,
+                                         const GraphExec** exec) {
+  if (Status s = probe.Rewind(stream); !s.ok()) {
+    return "the probe could not rewind the device state (" + std::string(s.message()) + ")";
+  }
+  // Rewind waited for the staged launch: a check failure recorded now is
+  // the call's, which its next call reports, and a failure in the probe's
+  // run could not be told from it.
+  if (checks_.failure_pending()) {
+    return "a device check failed in the capture's launch, so the probe could not tell its own checks apart";
+  }
+  for (auto refs : {Args(e.static_inputs), Args(e.static_outputs), probe.eager_outputs()}) {
+    for (const TensorRef& t : refs) {
+      if (t.span_bytes() == 0) continue;
+      if (cudaError_t err = cuda().MemsetAsync(t.data, kPoison, t.span_bytes(), stream); err != cudaSuccess) {
+        (void)cuda().GetLastError();
+        return "the probe failed (" + std::string(CudaCallName(CudaCall::kMemsetAsync)) + ": " +
+               cudaGetErrorName(err) + ")";
+      }
+    }
+  }
+  StatusOr<const GraphExec*> bound = e.direct->BindForProbe(probe.eager_inputs(), probe.eager_outputs());
+  if (!bound.ok()) return "the probe failed (" + std::string(bound.status().message()) + ")";
+  // The snapshots are aligned and disjoint, so Bind does not decline them.
+  if (*bound == nullptr) return "the probe failed (its snapshots could not be bound)";
+  *exec = *bound;
+  return {};
+}
+
+std::string MethodInstance::RunProbe(VerifiedLaunch& probe, const GraphExec& exec, Args outputs,
+                                     cudaStream_t stream) {
+  std::string why;
+  Status s = exec.Launch(stream);
+  if (s.ok()) {
+    StatusOr<std::string> diff = probe.Compare(outputs, flags_.verify_tolerance, stream);
+    if (!diff.ok()) s = diff.status();
+    if (diff.ok() && !diff->empty()) {
+      why = "the probe found a reference the scan could not see: with encore's buffers poisoned, the direct form "
+            "differs from the staged graph (" + *diff + "; graph = staged, eager = direct)";
+    }
+  }
+  if (!s.ok()) {
+    (void)cuda().GetLastError();
+    why = "the probe failed (" + std::string(s.message()) + ")";
+  }
+  // No failure was pending before the probe: one recorded now is a check
+  // in the direct form that read the poison through a reference the scan
+  // missed. It is the probe's evidence, not a failure of any call.
+  if (std::string check = checks_.DiscardFailure(); !check.empty() && why.empty()) {
+    why = "a device check failed in the probe's run ('" + check +
+          "'): with encore's buffers poisoned, a check reads memory the scan did not bind";
+  }
+  return why;
 }
 
 void MethodInstance::RejudgeAutoBinding(GraphEntry& g, int64_t index) {

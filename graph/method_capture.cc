@@ -297,13 +297,19 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
   if (Status s = LaunchGraph(e.variants.front().exec, stream, index); !s.ok()) {
     // cudaGraphLaunch returned an error, so nothing of the graph ran and the
     // eager retry cannot apply the call twice.
-    return FailCapture(StageFailure{CaptureStage::kFirstLaunch, s}, inputs, outputs, stream, index);
+    Status eager = FailCapture(StageFailure{CaptureStage::kFirstLaunch, s}, inputs, outputs, stream, index);
+    // The other ranks launched, and vote on the probe once that launch is
+    // done: after this rank's eager retry ran the same collectives, its no
+    // keeps them from running the probe's.
+    if (votes_.several_ranks() && flags_.binding != Binding::kStaged) {
+      (void)votes_.Vote("this rank's first launch failed", "binding probe");
+    }
+    return eager;
   }
   range.reset();
-  if (probe) {
-    FinishProbe(e, &*probe, outputs, stream, index);
-    RecordLastWork(stream);  // the probe's restoring copies come after the launch's record
-  }
+  // On every rank, probing or not: FinishProbe casts the probe's vote.
+  FinishProbe(e, probe ? &*probe : nullptr, outputs, stream, index);
+  if (probe) RecordLastWork(stream);  // the probe's restoring copies come after the launch's record
   probe.reset();
   arena_.CommitCapture();
   e.launches = 1;

@@ -197,14 +197,21 @@ class MethodInstance {
   void ChooseGraphBinding(CaptureJob& job);
   // The direct form's first executable, after the staged one.
   void InstantiateDirect(GraphEntry& e, int64_t index);
-  // Around the capture's first launch (the staged graph): with several
-  // ranks, all probe or none; then the probe, which poisons the static
-  // buffers, launches the direct form on snapshots of the inputs and
-  // compares. A direct form that differs, or cannot be probed, is dropped
+  // Around the capture's first launch (the staged graph): the probe's
+  // snapshots before it; after it the probe, which poisons the static
+  // buffers, launches the direct form on the snapshots and compares. With
+  // several ranks, all launch the probe or none (a vote just before the
+  // launch). A direct form that differs, or cannot be probed, is dropped
   // and the graph stays staged, with the reason.
   std::optional<VerifiedLaunch> BeginProbe(GraphEntry& e, Args inputs, Args outputs, cudaStream_t stream,
                                            int64_t index);
   void FinishProbe(GraphEntry& e, VerifiedLaunch* probe, Args outputs, cudaStream_t stream, int64_t index);
+  // All the probe's launch needs (state rewound, no check failure pending,
+  // buffers poisoned, *exec bound to the snapshots); why not, or empty.
+  std::string PrepareProbe(GraphEntry& e, VerifiedLaunch& probe, cudaStream_t stream, const GraphExec** exec);
+  // The probe's launch and comparison; why the graph stays staged, or empty.
+  // A check failure in the probe's run is its evidence, taken here.
+  std::string RunProbe(VerifiedLaunch& probe, const GraphExec& exec, Args outputs, cudaStream_t stream);
   void StageInstead(GraphEntry& e, std::string why, int64_t index);
   // Frees the capture's memory, votes no, and runs the call eagerly with
   // graphs off (when nothing of the graph ran).

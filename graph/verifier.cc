@@ -66,6 +66,7 @@ Status VerifiedLaunch::CopyRegions(bool to_saved, std::byte* Slot::*saved, cudaS
 
 Status VerifiedLaunch::Rewind(cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(CopyRegions(/*to_saved=*/true, &Slot::graph, stream));
+  graph_saved_ = true;
   ENCORE_RETURN_IF_ERROR(CopyRegions(/*to_saved=*/false, &Slot::before, stream));
   // The eager body may start work on streams it never joined to this one.
   ENCORE_CUDA_CALL(StreamSynchronize, stream);
@@ -99,6 +100,9 @@ StatusOr<std::string> VerifiedLaunch::Compare(Args outputs, double tolerance, cu
 }
 
 Status VerifiedLaunch::KeepGraphResult(cudaStream_t stream) {
+  // Before Rewind saved the graph's state the regions still hold it, and
+  // the saved copies do not: copying them back would put garbage there.
+  if (!graph_saved_) return OkStatus();
   return CopyRegions(/*to_saved=*/false, &Slot::graph, stream);
 }
 

@@ -52,7 +52,8 @@ class VerifiedLaunch {
   // generator state are compared only when `tolerance` is 0 (they are bytes).
   StatusOr<std::string> Compare(Args outputs, double tolerance, cudaStream_t stream);
 
-  // The checked launch stands: the regions as the graph left them.
+  // The checked launch stands: the regions as the graph left them (also
+  // after a Rewind that failed part way).
   Status KeepGraphResult(cudaStream_t stream);
   // It does not: the eager outputs into the caller's (the regions already
   // hold the eager run's state).
@@ -71,6 +72,7 @@ class VerifiedLaunch {
   std::vector<TensorRef> eager_inputs_;
   std::vector<TensorRef> eager_outputs_;
   std::vector<Slot> slots_;
+  bool graph_saved_ = false;  // Rewind copied every region's graph state
 };
 
 }  // namespace encore
