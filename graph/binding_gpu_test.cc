@@ -570,11 +570,11 @@ TEST_F(BindingGpuTest, ChecksThatTrapStageTheGraph) {
 
 TEST_F(BindingGpuTest, TheProbesBindDoesNotCountInAutosAddressStatistics) {
   // binding=auto keeps a many-node graph direct while at most one replay in
-  // four brings addresses not seen before. Replays 1..kFresh bring new
+  // three brings addresses not seen before. Replays 1..kFresh bring new
   // buffers each, later ones repeat the last: kFresh new sets in the first
   // kAutoRejudgeAfter replays, the most that still recur. Counted, the
   // probe's bind (encore's snapshots) made one more.
-  constexpr int kFresh = static_cast<int>(kAutoRejudgeAfter / 4);
+  constexpr int kFresh = static_cast<int>(kAutoRejudgeAfter / 3);
   ASSERT_TRUE(AddressesRecur(kAutoRejudgeAfter, kFresh));
   ASSERT_FALSE(AddressesRecur(kAutoRejudgeAfter, kFresh + 1));
   // Every buffer exists before the capture, so none can take the address of
