@@ -19,17 +19,11 @@
 #include "encore/bench/bench_util.h"
 #include "encore/bench/micro_kernels.h"
 #include "encore/encore.h"
+#include "encore/examples/example_util.h"
 
 namespace {
 
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
+#define CK(x) EX_CUDA(x)  // examples/example_util.h: prints the call and exits on an error
 
 constexpr int kN = 256;
 constexpr int kBytes = kN * 4;

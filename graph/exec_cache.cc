@@ -54,20 +54,29 @@ bool SetHeadAddresses(HeadNode& h, std::span<const TensorRef> inputs, std::span<
   return changed;
 }
 
+// Writes a head's parameters into `exec`, or with `exec` null into the
+// graph's node. On failure the node may hold either address: the head
+// forgets its addresses, so the next use writes it again.
+cudaError_t WriteHead(HeadNode& h, cudaGraphExec_t exec) {
+  void* args[] = {&h.params};
+  cudaKernelNodeParams p = h.launch;
+  p.kernelParams = args;
+  p.extra = nullptr;
+  const cudaError_t err = exec != nullptr ? cuda().GraphExecKernelNodeSetParams(exec, h.node, &p)
+                                          : cuda().GraphKernelNodeSetParams(h.node, &p);
+  if (err != cudaSuccess) {
+    for (int k = 0; k < h.params.count; ++k) h.params.copies[k].src = nullptr;
+    for (int k = 0; k < h.params.publish_count; ++k) h.params.publish[k] = nullptr;
+  }
+  return err;
+}
+
 }  // namespace
 
 Status ExecCache::Restage(ExecVariant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
   for (HeadNode& h : v.heads) {
     if (!SetHeadAddresses(h, inputs, outputs)) continue;
-    void* args[] = {&h.params};
-    cudaKernelNodeParams p = h.launch;
-    p.kernelParams = args;
-    p.extra = nullptr;
-    cudaError_t err = cuda().GraphExecKernelNodeSetParams(v.exec.get(), h.node, &p);
-    if (err != cudaSuccess) {
-      // Forget the addresses so the next call rewrites this node again.
-      for (int k = 0; k < h.params.count; ++k) h.params.copies[k].src = nullptr;
-      for (int k = 0; k < h.params.publish_count; ++k) h.params.publish[k] = nullptr;
+    if (cudaError_t err = WriteHead(h, v.exec.get()); err != cudaSuccess) {
       return CudaStatus(err, CudaCallName(CudaCall::kGraphExecKernelNodeSetParams),
                         "method '" + *method_ + "': staging addresses not updated, nothing launched");
     }
@@ -83,14 +92,7 @@ StatusOr<GraphExec> ExecCache::InstantiateBound(GraphEntry& g, std::span<const T
   // keeps saying what the graph's heads hold, for the next instantiation.
   for (HeadNode& h : g.template_heads) {
     if (!SetHeadAddresses(h, inputs, outputs)) continue;
-    void* args[] = {&h.params};
-    cudaKernelNodeParams p = h.launch;
-    p.kernelParams = args;
-    p.extra = nullptr;
-    if (cudaError_t err = cuda().GraphKernelNodeSetParams(h.node, &p); err != cudaSuccess) {
-      // The graph's head may hold either address now: forget both.
-      for (int k = 0; k < h.params.count; ++k) h.params.copies[k].src = nullptr;
-      for (int k = 0; k < h.params.publish_count; ++k) h.params.publish[k] = nullptr;
+    if (cudaError_t err = WriteHead(h, nullptr); err != cudaSuccess) {
       return CudaStatus(err, CudaCallName(CudaCall::kGraphKernelNodeSetParams));
     }
   }
