@@ -77,6 +77,8 @@ std::unique_ptr<DirectGraph> DirectGraph::Build(const Graph& staged, const Stage
   if (!s.ok() && d->unsafe_.empty()) d->unsafe_ = "the reference scan failed (" + std::string(s.message()) + ")";
   if (d->unsafe_.empty()) d->CheckEveryTensorReferenced(d->num_inputs_);
   if (StatusOr<size_t> n = d->graph_ ? d->graph_.NodeCount() : StatusOr<size_t>(0); n.ok()) d->nodes_ = *n;
+  // A graph with memory nodes can have one live executable only.
+  d->max_variants_ = d->has_memory_nodes_ ? 1 : MaxExecVariants(d->nodes_);
   return d;
 }
 
@@ -137,9 +139,11 @@ Status DirectGraph::Scan(cudaGraph_t g, bool in_child) {
       case cudaGraphNodeTypeWaitEvent:
       case cudaGraphNodeTypeEventRecord:
       case cudaGraphNodeTypeHost:
+        break;  // these name no tensor memory a replay could move
       case cudaGraphNodeTypeMemAlloc:
       case cudaGraphNodeTypeMemFree:
-        break;  // these name no tensor memory a replay could move
+        has_memory_nodes_ = true;  // nor do these, but they allow one executable
+        break;
       default:
         unsafe_ = "the graph holds a node of type " + std::to_string(static_cast<int>(type)) +
                   " whose references encore cannot scan";
@@ -341,7 +345,7 @@ bool DirectGraph::Matches(const Variant& v, Args inputs, Args outputs) const {
 }
 
 size_t DirectGraph::NewVariant(uint64_t key, Args inputs, Args outputs, int64_t* new_variants) {
-  if (variants_.size() >= MaxExecVariants(nodes_)) return variants_.size();
+  if (variants_.size() >= max_variants_) return variants_.size();
   // Instantiated from the graph with these addresses written in, rather
   // than rewritten after: on an H200 an executable of 128 kernels that had
   // a parameter rewritten ran 1.2-1.3x slower end to end from then on
@@ -349,7 +353,10 @@ size_t DirectGraph::NewVariant(uint64_t key, Args inputs, Args outputs, int64_t*
   // else once the first executable exists.
   const Status written = Write(nullptr, nullptr, inputs, outputs);
   StatusOr<GraphExec> exec = written.ok() ? GraphExec::Instantiate(graph_) : StatusOr<GraphExec>(written);
-  if (!exec.ok()) return variants_.size();
+  if (!exec.ok()) {
+    max_variants_ = variants_.size();  // not again on every call
+    return variants_.size();
+  }
   variants_.push_back(Variant{*std::move(exec), Addresses(inputs, outputs), key});
   ++*new_variants;
   return variants_.size() - 1;
@@ -405,9 +412,9 @@ StatusOr<size_t> DirectGraph::VariantFor(Args inputs, Args outputs, int64_t* new
   // As in ExecCache: an address set seen twice earns its own executable;
   // a set seen once rewrites one.
   const bool recurring = missed_.Recurs(key);
-  if (!recurring) ++fresh_;
   vi = recurring ? NewVariant(key, inputs, outputs, new_variants) : variants_.size();
   if (vi == variants_.size()) {
+    ++rewrite_calls_;
     vi = VariantToRewrite();
     if (Status s = Rewrite(variants_[vi], inputs, outputs); !s.ok()) {
       // CUDA will refuse these buffers again: asking it on every call would
@@ -422,8 +429,10 @@ StatusOr<size_t> DirectGraph::VariantFor(Args inputs, Args outputs, int64_t* new
 
 StatusOr<const GraphExec*> DirectGraph::Bind(Args inputs, Args outputs, int64_t* new_variants) {
   ++binds_;
-  // The hot path: the same addresses as the last call.
-  if (!Matches(variants_[mru_], inputs, outputs)) {
+  // The hot path: the same addresses as the last call, on an executable
+  // never rewritten (or no room for a clean one).
+  const Variant& last = variants_[mru_];
+  if (!Matches(last, inputs, outputs) || (last.rewritten && variants_.size() < max_variants_)) {
     ENCORE_ASSIGN_OR_RETURN(size_t vi, VariantFor(inputs, outputs, new_variants));
     if (vi == variants_.size()) return static_cast<const GraphExec*>(nullptr);
     mru_ = vi;
@@ -441,13 +450,14 @@ std::vector<const void*> DirectGraph::Addresses(Args inputs, Args outputs) const
 StatusOr<const GraphExec*> DirectGraph::BindForProbe(Args inputs, Args outputs) {
   // The snapshots are freed after the probe and never the caller's: counted,
   // they would tell binding=auto that one more call had new addresses.
-  const int64_t binds = binds_, rewrites = rewrites_, fresh = fresh_, refused_rewrites = refused_rewrites_;
+  const int64_t binds = binds_, rewrites = rewrites_, rewrite_calls = rewrite_calls_,
+                refused_rewrites = refused_rewrites_;
   const MissRing missed = missed_, refused = refused_;
   int64_t new_variants = 0;
   StatusOr<const GraphExec*> exec = Bind(inputs, outputs, &new_variants);
   binds_ = binds;
   rewrites_ = rewrites;
-  fresh_ = fresh;
+  rewrite_calls_ = rewrite_calls;
   refused_rewrites_ = refused_rewrites;
   missed_ = missed;
   refused_ = refused;

@@ -73,7 +73,7 @@ class DirectGraph {
   // not been seen before.
   int64_t binds() const { return binds_; }
   int64_t rewrites() const { return rewrites_; }
-  int64_t fresh() const { return fresh_; }
+  int64_t rewrite_calls() const { return rewrite_calls_; }
   const Graph& graph() const { return graph_; }
 
   // The first executable, bound to the static buffers.
@@ -185,7 +185,9 @@ class DirectGraph {
   int64_t rewrites_ = 0;
   std::vector<Variant> variants_;
   size_t mru_ = 0;  // the variant the last bind chose
-  int64_t fresh_ = 0;
+  int64_t rewrite_calls_ = 0;  // binds that rewrote an executable (not the probe's)
+  size_t max_variants_ = 1;
+  bool has_memory_nodes_ = false;
   MissRing missed_;
   // Address sets whose rewrite CUDA refused: the staged graph answers them.
   MissRing refused_;

@@ -165,7 +165,7 @@ std::string MethodInstance::RunProbe(VerifiedLaunch& probe, const GraphExec& exe
   std::string why;
   Status s = exec.Launch(stream);
   if (s.ok()) {
-    StatusOr<std::string> diff = probe.Compare(outputs, flags_.verify_tolerance, stream);
+    StatusOr<std::string> diff = probe.Compare(outputs, flags_.verify_tolerance, stream, /*whole_device=*/false);
     if (!diff.ok()) s = diff.status();
     if (diff.ok() && !diff->empty()) {
       why = "the probe found a reference the scan could not see: with encore's buffers poisoned, the direct form "
@@ -193,11 +193,11 @@ void MethodInstance::RejudgeAutoBinding(GraphEntry& g, int64_t index) {
   BindingFacts facts;
   facts.scan_available = true;
   facts.rewrite_nodes = g.direct->rewrite_nodes();
-  facts.addresses_recur = AddressesRecur(g.direct->binds(), g.direct->fresh());
+  facts.addresses_recur = AddressesRecur(g.direct->binds(), g.direct->rewrite_calls());
   BindingChoice c = ChooseBinding(Binding::kAuto, facts);
   if (c.binding == Binding::kDirect) return;
-  c.reason += " (" + std::to_string(g.direct->fresh()) + " of its first " + std::to_string(g.direct->binds()) +
-              " replays brought addresses not seen before)";
+  c.reason += " (" + std::to_string(g.direct->rewrite_calls()) + " of its first " + std::to_string(g.direct->binds()) +
+              " replays had to rewrite an executable)";
   g.direct.reset();
   g.rebind_sites = 0;
   g.binding = std::move(c);

@@ -291,6 +291,9 @@ Status MethodInstance::CommitCapture(CaptureJob& job, Args inputs, Args outputs,
   GraphEntry& e = *job.entry;
   const bool verify = VerifiesLaunch(flags_, 1, 0);
   std::optional<VerifiedLaunch> v;
+  // The snapshots are taken on this stream, after the last launch wherever
+  // it ran. A join that fails here fails again in LaunchGraph, which answers.
+  (void)JoinLastLaunch(stream);
   if (verify) v = BeginVerify(e, inputs, GraphOutputs(e, outputs), stream, index);
   std::optional<VerifiedLaunch> probe = BeginProbe(e, inputs, outputs, stream, index);
   std::optional<NvtxScope> range(std::in_place, nvtx_, NvtxRange::kCaptureFirstLaunch);

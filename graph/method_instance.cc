@@ -250,30 +250,27 @@ std::string MethodInstance::CheckConstants() {
 
 Status MethodInstance::WaitForLastLaunch() {
   if (!has_launched_) return OkStatus();
-  if (last_launch_recorded_) {
-    ENCORE_CUDA_CALL(EventSynchronize, last_launch_event_.get());
-  } else {
-    // A direct launch records nothing, and its stream may be gone by now.
-    ENCORE_CUDA_CALL(DeviceSynchronize);
-  }
+  if (!last_launch_recorded_) return LastLaunchUnknown();
+  ENCORE_CUDA_CALL(EventSynchronize, last_launch_event_.get());
   return OkStatus();
 }
 
 Status MethodInstance::JoinLastLaunch(cudaStream_t stream) {
   if (!has_launched_ || stream == last_launch_stream_) return OkStatus();
-  // The graphs of this method share static buffers and scratch, so a launch
-  // on a new stream waits for the previous launch. The previous stream
-  // itself may be gone, so the wait is on the event its launch recorded; a
-  // direct launch records it only once calls have used several streams, so
-  // the first change of stream after one waits for the whole device, once.
-  if (last_launch_recorded_) {
-    ENCORE_CUDA_CALL(StreamWaitEvent, stream, last_launch_event_.get(), 0);
-  } else {
-    ENCORE_CUDA_CALL(DeviceSynchronize);
-    log_.Debug("several_streams", {{"method", name_}, {"detail", "waited for the device once"}});
-  }
-  several_streams_ = true;
+  // The graphs of this method share static buffers and scratch, so work on
+  // a new stream waits for the previous launch. The previous stream itself
+  // may be gone, so the wait is on the event recorded after that launch
+  // (never a device-wide sync: CUDA refuses one, and invalidates the
+  // capture, while any thread captures any stream).
+  if (!last_launch_recorded_) return LastLaunchUnknown();
+  ENCORE_CUDA_CALL(StreamWaitEvent, stream, last_launch_event_.get(), 0);
+  last_launch_stream_ = stream;  // this stream's work now follows the launch
   return OkStatus();
+}
+
+Status MethodInstance::LastLaunchUnknown() const {
+  return InternalError(Quoted(name_) + ": the completion of the last launch was not recorded (cudaEventRecord "
+                                       "and cudaStreamSynchronize failed after it); nothing launched");
 }
 
 Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence,
@@ -285,18 +282,25 @@ Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, i
   has_launched_ = true;
   last_launch_stream_ = stream;
   last_launch_recorded_ = records_completion;
-  if (!records_completion && several_streams_) RecordLastWork(stream);
+  // A direct graph has no record node (it cost a one-kernel launch more
+  // than this call does): the event is recorded after it.
+  if (!records_completion) RecordLastWork(stream);
   return OkStatus();
 }
 
 void MethodInstance::RecordLastWork(cudaStream_t stream) {
   if (!has_launched_ || !last_launch_event_) return;
-  // The launch has happened and its result stands: a failure here only
-  // means the next change of stream waits for the whole device.
-  const cudaError_t err = cuda().EventRecord(last_launch_event_.get(), stream);
-  last_launch_recorded_ = err == cudaSuccess;
   last_launch_stream_ = stream;
-  if (err != cudaSuccess) (void)cuda().GetLastError();
+  last_launch_recorded_ = cuda().EventRecord(last_launch_event_.get(), stream) == cudaSuccess;
+  if (last_launch_recorded_) return;
+  (void)cuda().GetLastError();
+  // The launch happened and its result stands. Without the event a later
+  // wait would have nothing to wait on: wait now, while the stream exists.
+  if (cuda().StreamSynchronize(stream) == cudaSuccess) {
+    has_launched_ = false;  // nothing of this method is in flight
+  } else {
+    (void)cuda().GetLastError();
+  }
 }
 
 Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
@@ -307,6 +311,8 @@ Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStre
   const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
   std::optional<VerifiedLaunch> v;
+  // The snapshots are taken on this stream: after the last launch, wherever it ran.
+  if (verify) ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
   if (verify) v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
   ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence, bound.records_completion));
   ++g.launches;

@@ -93,13 +93,14 @@ class MethodInstance {
   Status JoinLastLaunch(cudaStream_t stream);
   // `bumps_sequence`: the graph's launch bumps the device-check sequence,
   // so the launch ring records it. `records_completion`: its last node
-  // records last_launch_event_ (staged graphs; direct ones have no node of
-  // encore's, so the event is recorded only once calls use several streams).
+  // records last_launch_event_ (staged graphs); else (direct graphs, which
+  // hold no node of encore's) the event is recorded after the launch.
   Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence = true,
                      bool records_completion = true);
   // Records last_launch_event_ on `stream` after encore's own work there
   // (the probe's, verification's), so a later wait covers it.
   void RecordLastWork(cudaStream_t stream);
+  Status LastLaunchUnknown() const;
   // binding=auto's second look at a direct graph once its replays show
   // whether the caller's addresses recur (policy/binding_policy.h).
   void RejudgeAutoBinding(GraphEntry& g, int64_t index);
@@ -242,11 +243,8 @@ class MethodInstance {
   Event last_launch_event_;
   cudaStream_t last_launch_stream_ = nullptr;
   bool has_launched_ = false;
-  // Whether last_launch_event_ marks the end of the last launch; and whether
-  // calls have come on more than one stream (from then on every direct
-  // launch records the event).
+  // Whether last_launch_event_ marks the end of the last launch.
   bool last_launch_recorded_ = false;
-  bool several_streams_ = false;
   bool verify_refusal_logged_ = false;
 
   // Padding to buckets: whether on_new_shape=pad; the buckets in force

@@ -73,8 +73,13 @@ Status VerifiedLaunch::Rewind(cudaStream_t stream) {
   return OkStatus();
 }
 
-StatusOr<std::string> VerifiedLaunch::Compare(Args outputs, double tolerance, cudaStream_t stream) {
-  ENCORE_CUDA_CALL(DeviceSynchronize);
+StatusOr<std::string> VerifiedLaunch::Compare(Args outputs, double tolerance, cudaStream_t stream,
+                                              bool whole_device) {
+  if (whole_device) {
+    ENCORE_CUDA_CALL(DeviceSynchronize);
+  } else {
+    ENCORE_CUDA_CALL(StreamSynchronize, stream);
+  }
   std::vector<std::byte> g, e;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const size_t bytes = outputs[i].span_bytes();

@@ -50,7 +50,11 @@ class VerifiedLaunch {
   // "output 1 element 3: graph 2.5, eager 3" or "constant 'kv' byte 8:
   // graph 1, eager 2"; empty when there is none. Regions other than
   // generator state are compared only when `tolerance` is 0 (they are bytes).
-  StatusOr<std::string> Compare(Args outputs, double tolerance, cudaStream_t stream);
+  // `whole_device`: wait for the whole device first (verification's eager
+  // re-run may leave work on streams it never joined); else for `stream`
+  // only (the probe, whose both runs are graph launches on it, and which
+  // must not sync the device: that would invalidate another thread's capture).
+  StatusOr<std::string> Compare(Args outputs, double tolerance, cudaStream_t stream, bool whole_device = true);
 
   // The checked launch stands: the regions as the graph left them (also
   // after a Rewind that failed part way).

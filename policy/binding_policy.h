@@ -50,9 +50,10 @@ inline constexpr int64_t kAutoMaxRewriteNodes = 16;
 // three times.
 inline constexpr int64_t kAutoRejudgeAfter = 256;
 
-// Whether the caller's address sets recur: at most one replay in three
-// brought an address set not seen before (`fresh`).
-inline bool AddressesRecur(int64_t replays, int64_t fresh) { return fresh * 3 <= replays; }
+// Whether the caller's address sets recur: at most one replay in three had
+// to rewrite an executable (a set seen once, or more recurring sets than
+// the graph may keep executables for).
+inline bool AddressesRecur(int64_t replays, int64_t rewrites) { return rewrites * 3 <= replays; }
 
 // Executables kept per graph for recurring caller address sets. On an
 // H200 (bench/binding_micro, 2026-12-01) switching executables costs nothing
