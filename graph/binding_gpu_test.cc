@@ -91,11 +91,14 @@ class BindingGpuTest : public ::testing::Test {
   cudaStream_t s_ = nullptr;
 };
 
-std::vector<float> Times2(const std::vector<float>& in) {
+std::vector<float> Scaled(const std::vector<float>& in, float a) {
   std::vector<float> out(in.size());
-  for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] * 2.0f;
+  for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] * a;
   return out;
 }
+std::vector<float> Times2(const std::vector<float>& in) { return Scaled(in, 2.0f); }
+// The affine kernel's in * 2 plus the halves kernel's in.
+std::vector<float> Times3(const std::vector<float>& in) { return Scaled(in, 3.0f); }
 
 TEST_F(BindingGpuTest, DirectGraphHoldsOnlyTheBodyAndFollowsMovingBuffers) {
   Method* m = Register("direct", Binding::kDirect, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
@@ -214,11 +217,7 @@ TEST_F(BindingGpuTest, APointerInTwoHalvesIsCaughtByTheProbeAndStaged) {
     cudaError_t e = testing::LaunchAddFromHalves(in, out, kN, c.stream());
     return !s.ok() ? s : e == cudaSuccess ? OkStatus() : CudaStatus(e, "halves");
   });
-  RunMoving(m, 3, [](const std::vector<float>& in) {
-    std::vector<float> out(in.size());
-    for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] * 3.0f;
-    return out;
-  });
+  RunMoving(m, 3, Times3);
   MethodReport r = m->Report();
   EXPECT_EQ(r.binding, Binding::kStaged);
   EXPECT_NE(r.binding_reason.find("the probe found a reference the scan could not see"), std::string::npos)
@@ -531,11 +530,7 @@ TEST_F(BindingGpuTest, ACheckFailingInAProbeThatDiffersIsNotReportedEither) {
     if (e != cudaSuccess) return CudaStatus(e, "halves");
     return c.Check(static_cast<const bool*>(flag), "outputs must be positive");
   });
-  RunMoving(m, 2, [](const std::vector<float>& in) {
-    std::vector<float> out(in.size());
-    for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] * 3.0f;
-    return out;
-  });
+  RunMoving(m, 2, Times3);
   MethodReport r = m->Report();
   EXPECT_EQ(r.binding, Binding::kStaged);
   EXPECT_NE(r.binding_reason.find("the probe found a reference the scan could not see"), std::string::npos)
