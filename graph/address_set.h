@@ -20,6 +20,13 @@ inline uint64_t MixAddress(uint64_t key, const void* p) {
   return (key ^ reinterpret_cast<uintptr_t>(p)) * 1099511628211ull;
 }
 
+// The same key over addresses already listed (inputs, then outputs).
+inline uint64_t AddressKey(std::span<const void* const> addresses) {
+  uint64_t key = kAddressKeySeed;
+  for (const void* p : addresses) key = MixAddress(key, p);
+  return key;
+}
+
 inline uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {
   uint64_t key = kAddressKeySeed;
   for (const TensorRef& t : inputs) key = MixAddress(key, t.data);

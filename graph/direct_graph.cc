@@ -60,8 +60,7 @@ bool TensorsOverlap(std::span<const TensorRef> inputs, std::span<const TensorRef
   return false;
 }
 
-DirectGraph::~DirectGraph() {
-}
+DirectGraph::~DirectGraph() = default;
 
 std::unique_ptr<DirectGraph> DirectGraph::Build(const Graph& staged, const StagedNodes& nodes, Args static_inputs,
                                                 Args static_outputs) {
@@ -320,15 +319,11 @@ std::vector<const void*> DirectGraph::StaticAddresses() const {
   return a;
 }
 
-uint64_t DirectGraph::StaticKey() const {
-  uint64_t key = kAddressKeySeed;  // as AddressSetKey over the static buffers
-  for (const Range& r : ranges_) key = MixAddress(key, reinterpret_cast<const void*>(r.base));
-  return key;
-}
-
 Status DirectGraph::Instantiate() {
   ENCORE_ASSIGN_OR_RETURN(GraphExec exec, GraphExec::Instantiate(graph_));
-  variants_.push_back(Variant{std::move(exec), StaticAddresses(), StaticKey()});
+  std::vector<const void*> bound = StaticAddresses();
+  const uint64_t key = AddressKey(bound);
+  variants_.push_back(Variant{std::move(exec), std::move(bound), key});
   mru_ = 0;
   return OkStatus();
 }
@@ -400,7 +395,6 @@ StatusOr<size_t> DirectGraph::VariantFor(Args inputs, Args outputs, int64_t* new
     std::fill(variants_[vi].bound.begin(), variants_[vi].bound.end(), nullptr);
     return clean;
   }
-  ++rewrites_;
   // Overlapping tensors bound in place could read what the graph wrote,
   // and a kernel chosen at capture for the static buffers' 256-byte
   // alignment may need it (vector loads): staging answers those calls, and
@@ -450,13 +444,11 @@ std::vector<const void*> DirectGraph::Addresses(Args inputs, Args outputs) const
 StatusOr<const GraphExec*> DirectGraph::BindForProbe(Args inputs, Args outputs) {
   // The snapshots are freed after the probe and never the caller's: counted,
   // they would tell binding=auto that one more call had new addresses.
-  const int64_t binds = binds_, rewrites = rewrites_, rewrite_calls = rewrite_calls_,
-                refused_rewrites = refused_rewrites_;
+  const int64_t binds = binds_, rewrite_calls = rewrite_calls_, refused_rewrites = refused_rewrites_;
   const MissRing missed = missed_, refused = refused_;
   int64_t new_variants = 0;
   StatusOr<const GraphExec*> exec = Bind(inputs, outputs, &new_variants);
   binds_ = binds;
-  rewrites_ = rewrites;
   rewrite_calls_ = rewrite_calls;
   refused_rewrites_ = refused_rewrites;
   missed_ = missed;
@@ -469,7 +461,7 @@ Status DirectGraph::Rewrite(Variant& v, Args inputs, Args outputs) {
   const Status s = Write(v.exec.get(), &v.bound, inputs, outputs);
   // After a failure, nothing is trusted: the next call rewrites every node.
   v.bound = s.ok() ? Addresses(inputs, outputs) : std::vector<const void*>(v.bound.size(), nullptr);
-  v.key = s.ok() ? AddressSetKey(inputs, outputs) : 0;
+  v.key = s.ok() ? AddressKey(v.bound) : 0;
   return s;
 }
 

@@ -69,10 +69,9 @@ class DirectGraph {
   size_t nodes() const { return nodes_; }
   // Whether a launch bumps the device-check sequence (the body checks).
   bool bumps_sequence() const { return bumps_sequence_; }
-  // Bind calls, those that rewrote nodes, and those whose address set had
-  // not been seen before.
+  // Bind calls, and those that had to rewrite an executable (auto's
+  // statistics; the probe's bind counts in neither).
   int64_t binds() const { return binds_; }
-  int64_t rewrites() const { return rewrites_; }
   int64_t rewrite_calls() const { return rewrite_calls_; }
   const Graph& graph() const { return graph_; }
 
@@ -169,7 +168,6 @@ class DirectGraph {
                         Args outputs);
   std::vector<const void*> Addresses(Args inputs, Args outputs) const;
   std::vector<const void*> StaticAddresses() const;
-  uint64_t StaticKey() const;
 
   Graph graph_;
   std::string unsafe_;
@@ -182,7 +180,6 @@ class DirectGraph {
   size_t nodes_ = 0;
   bool bumps_sequence_ = false;
   int64_t binds_ = 0;
-  int64_t rewrites_ = 0;
   std::vector<Variant> variants_;
   size_t mru_ = 0;  // the variant the last bind chose
   int64_t rewrite_calls_ = 0;  // binds that rewrote an executable (not the probe's)

@@ -169,9 +169,4 @@ void ExecCache::Erase(size_t i) {
   entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
-void ExecCache::DropBack() {
-  arena_->DropGraph(entries_.back()->id);
-  entries_.pop_back();
-}
-
 }  // namespace encore

@@ -113,9 +113,6 @@ class ExecCache {
   // overlap, are unaligned, or CUDA refuses the rewrite): then the staged one.
   StatusOr<BoundExec> Bind(GraphEntry& g, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                            int64_t* new_variants);
-  // An executable of g's graph with its heads set to these addresses.
-  StatusOr<GraphExec> InstantiateBound(GraphEntry& g, std::span<const TensorRef> inputs,
-                                       std::span<const TensorRef> outputs);
 
   // Moves the least recently used graph's executable into `entry`, updated
   // in place to run entry's graph, and drops that graph. False (nothing
@@ -137,7 +134,10 @@ class ExecCache {
   // The variant to restage for an address set no variant holds.
   ExecVariant& VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
                                       std::span<const TensorRef> outputs, int64_t* new_variants);
-  void DropBack();
+  // An executable of g's graph with its heads set to these addresses.
+  StatusOr<GraphExec> InstantiateBound(GraphEntry& g, std::span<const TensorRef> inputs,
+                                       std::span<const TensorRef> outputs);
+  void DropBack() { Erase(entries_.size() - 1); }
 
   GraphArena* const arena_;
   const EventLog* const log_;

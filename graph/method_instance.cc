@@ -311,9 +311,11 @@ Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStre
   const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
   std::optional<VerifiedLaunch> v;
-  // The snapshots are taken on this stream: after the last launch, wherever it ran.
-  if (verify) ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
-  if (verify) v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
+  if (verify) {
+    // The snapshots are taken on this stream: after the last launch, wherever it ran.
+    ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
+    v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
+  }
   ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence, bound.records_completion));
   ++g.launches;
   ++counters_.replays;

@@ -135,8 +135,10 @@ Status MethodInstance::ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cu
   const bool verify = (flags_.verify | flags_.verify_every) != 0 &&
                       VerifiesLaunch(flags_, g.launches + 1, counters_.replays + 1);
   std::optional<VerifiedLaunch> v;
-  if (verify) ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));  // snapshots after the last launch
-  if (verify) v = BeginVerify(g, inputs, outputs, stream, index);
+  if (verify) {
+    ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));  // snapshots after the last launch
+    v = BeginVerify(g, inputs, outputs, stream, index);
+  }
   ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence, bound.records_completion));
   ++g.launches;
   ++counters_.replays;
