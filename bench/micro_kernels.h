@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernels for replay_micro: a one-copy staging kernel with small parameters
-// and the unit of work (out = in + 1).
+// Kernels for the micro benchmarks: a one-copy staging kernel with small
+// parameters and the unit of work (out = in + 1, and a chain of it).
 #ifndef ENCORE_BENCH_MICRO_KERNELS_H_
 #define ENCORE_BENCH_MICRO_KERNELS_H_
 
@@ -12,6 +12,9 @@ namespace encore::bench {
 
 cudaError_t LaunchSmallCopy(const void* src, void* dst, uint64_t bytes, cudaStream_t s);
 cudaError_t LaunchAddOne(const float* in, float* out, int n, cudaStream_t s);
+// The benchmarks' unit of work: out = in + 1, then k - 1 launches of
+// out += 1 (every kernel names the output).
+cudaError_t LaunchAddOneChain(const float* in, float* out, int n, int k, cudaStream_t s);
 
 }  // namespace encore::bench
 

@@ -151,15 +151,9 @@ class Server {
     for (size_t i = 0; i < trace_.size(); ++i) {
       const int64_t b = trace_[i];
       const int slot = static_cast<int>(i % kBuffers);
-      TensorRef in = ex::Floats(inputs_[slot].get(), {b, kWidth});
-      TensorRef out = ex::Floats(outputs_[slot].get(), {b, kWidth});
-      const double t0 = ex::NowMicros();
-      EX_OK(m->Run({&in, 1}, {&out, 1}, stream_));
-      const double t1 = ex::NowMicros();
-      EX_CUDA(cudaStreamSynchronize(stream_));
-      const double t2 = ex::NowMicros();
-      cpu.push_back(t1 - t0);
-      e2e.push_back(t2 - t0);
+      const auto [call_cpu, call_e2e] = TimedCall(m, slot, b);
+      cpu.push_back(call_cpu);
+      e2e.push_back(call_e2e);
       if (i + 1 == 1000) o.eager_after_first_1000 = -m->Report().eager_calls;
       if (i % 100 == 0) o.most_graphs_kept = std::max(o.most_graphs_kept, m->Report().captured_input_shapes.size());
       Check(i, b, slot, record, reference, &got, &o);
@@ -183,17 +177,23 @@ class Server {
   std::pair<double, double> FixedShape(Method* m, int64_t b, int calls) {
     double cpu = 0, e2e = 0;
     for (int i = 0; i < calls + 10; ++i) {
-      const int slot = i % kBuffers;
-      TensorRef in = ex::Floats(inputs_[slot].get(), {b, kWidth});
-      TensorRef out = ex::Floats(outputs_[slot].get(), {b, kWidth});
-      const double t0 = ex::NowMicros();
-      EX_OK(m->Run({&in, 1}, {&out, 1}, stream_));
-      const double t1 = ex::NowMicros();
-      EX_CUDA(cudaStreamSynchronize(stream_));
-      const double t2 = ex::NowMicros();
-      if (i >= 10) cpu += t1 - t0, e2e += t2 - t0;  // the first 10 warm up and capture
+      const auto [call_cpu, call_e2e] = TimedCall(m, i % kBuffers, b);
+      if (i >= 10) cpu += call_cpu, e2e += call_e2e;  // the first 10 warm up and capture
     }
     return {cpu / calls, e2e / calls};
+  }
+
+  // One call on buffer slot `slot` with batch `b`: Run's own microseconds,
+  // and through the end of its GPU work.
+  std::pair<double, double> TimedCall(Method* m, int slot, int64_t b) {
+    TensorRef in = ex::Floats(inputs_[slot].get(), {b, kWidth});
+    TensorRef out = ex::Floats(outputs_[slot].get(), {b, kWidth});
+    const double t0 = ex::NowMicros();
+    EX_OK(m->Run({&in, 1}, {&out, 1}, stream_));
+    const double t1 = ex::NowMicros();
+    EX_CUDA(cudaStreamSynchronize(stream_));
+    const double t2 = ex::NowMicros();
+    return {t1 - t0, t2 - t0};
   }
 
   DeviceArray<float>& input(int i) { return inputs_[i]; }
