@@ -105,7 +105,7 @@ TEST_F(BindingGpuTest, DirectGraphHoldsOnlyTheBodyAndFollowsMovingBuffers) {
   RunMoving(m, 4, Times2);
   MethodReport r = m->Report();
   EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
-  EXPECT_EQ(r.graph_nodes, 1u);  // the kernel alone: no node of encore's
+  EXPECT_EQ(r.graph_nodes, 2u);  // the kernel and the completion record
   EXPECT_EQ(r.rebind_sites, 2);  // in and out
   EXPECT_EQ(r.captures, 1);
   EXPECT_EQ(r.replays, 11);

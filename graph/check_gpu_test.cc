@@ -97,9 +97,10 @@ TEST(CheckGpuTest, RecordModeInReplayedGraphReportsNextCallAndContextSurvives) {
   EXPECT_EQ(r.replays, 3);
   EXPECT_EQ(r.check_failures, 1);
   // Bound directly; the staging head stays, copying nothing, to bump the
-  // check sequence that named call 4: head, all-positive, check, affine.
+  // check sequence that named call 4: head, all-positive, check, affine,
+  // completion record.
   EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
-  EXPECT_EQ(r.graph_nodes, 4u);
+  EXPECT_EQ(r.graph_nodes, 5u);
   auto ev = env.logs.Find("check_failed", "method", "probs");
   ASSERT_TRUE(ev.has_value());
   EXPECT_EQ(ev->field("call"), "4");
@@ -147,9 +148,9 @@ TEST(CheckGpuTest, OffModeLaunchesNothing) {
   ASSERT_TRUE(env.Run(true).ok());
   EXPECT_TRUE(env.m->Synchronize(env.s).ok());
   // Bound directly, and no check node, so no staging head either:
-  // all-positive, affine.
+  // all-positive, affine, completion record.
   EXPECT_EQ(env.m->Report().binding, Binding::kDirect) << env.m->Report().binding_reason;
-  EXPECT_EQ(env.m->Report().graph_nodes, 2u);
+  EXPECT_EQ(env.m->Report().graph_nodes, 3u);
   EXPECT_EQ(env.m->Report().check_failures, 0);
 }
 

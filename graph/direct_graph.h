@@ -37,6 +37,8 @@ struct StagedNodes {
   std::vector<cudaGraphNode_t> heads;  // staging heads, chunk 0 first
   std::vector<cudaGraphNode_t> tails;
   cudaGraphNode_t record = nullptr;  // the completion record
+  // The body's last nodes, which the direct graph's completion record follows.
+  std::vector<cudaGraphNode_t> body_frontier;
   // Set when the body called Call::Check: the heads stay, copying nothing,
   // and head 0 bumps this device-check sequence (a check in a replay finds
   // its call through it).
@@ -48,14 +50,14 @@ class DirectGraph {
  public:
   using Args = std::span<const TensorRef>;
 
-  // Clones `staged` without encore's nodes (staging and the completion
-  // record: a one-kernel graph launches in about 1.9 µs on an H200, 2.3 with
-  // a record node; bench/binding_micro) and scans it for references to
+  // Clones `staged` without its staging nodes, adds a completion record of
+  // `completion` after the body's last nodes (cheaper than a cudaEventRecord
+  // after each launch; bench/binding_micro), and scans it for references to
   // `static_inputs` and `static_outputs` (the buffers the body ran on).
   // Never fails: what stops direct binding (a CUDA error included) is
   // unsafe_reason().
   static std::unique_ptr<DirectGraph> Build(const Graph& staged, const StagedNodes& nodes, Args static_inputs,
-                                            Args static_outputs);
+                                            Args static_outputs, cudaEvent_t completion);
   ~DirectGraph();
   DirectGraph(const DirectGraph&) = delete;
   DirectGraph& operator=(const DirectGraph&) = delete;
@@ -129,7 +131,7 @@ class DirectGraph {
   };
 
   DirectGraph() = default;
-  Status CloneWithoutStaging(const Graph& staged, const StagedNodes& nodes);
+  Status CloneWithoutStaging(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion);
   // Finds the references in `g` (and its child graphs).
   Status Scan(cudaGraph_t g, bool in_child);
   Status ScanKernel(cudaGraphNode_t node, bool in_child);

@@ -85,7 +85,7 @@ struct GraphEntry {
 struct BoundExec {
   const GraphExec* exec = nullptr;
   bool bumps_sequence = true;
-  bool records_completion = true;  // a staged graph's last node records it
+  bool records_completion = true;  // the graph's last node records it
 };
 
 class ExecCache {

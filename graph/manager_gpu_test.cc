@@ -111,10 +111,10 @@ TEST(ManagerGpuTest, PhasesAndResultsWhileAddressesMove) {
   EXPECT_EQ(host_runs.load(), 4);  // three warmups and the capture only
   ASSERT_EQ(r.captured_input_shapes.size(), 1u);
   EXPECT_EQ(r.captured_input_shapes[0][0], (Shape{2, 3, 4, 4}));
-  // binding=auto binds the graph directly: the affine kernel alone (staged,
-  // it would be 4 with the staging nodes and the completion record).
+  // binding=auto binds the graph directly: the affine kernel and the
+  // completion record (staged, it would be 4 with the staging nodes).
   EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
-  EXPECT_EQ(r.graph_nodes, 1u);
+  EXPECT_EQ(r.graph_nodes, 2u);
   EXPECT_GT(r.memory.reserved_bytes, 0u);
   EXPECT_EQ(fx.logs.Count("captured"), 1);
   EXPECT_NE(fx.manager->ReportJson().find("\"replays\":8"), std::string::npos);

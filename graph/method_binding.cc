@@ -67,7 +67,7 @@ void MethodInstance::ChooseGraphBinding(CaptureJob& job) {
       n.check_sequence = checks_.sequence();
       n.head_launch = e.template_heads.front().launch;
     }
-    direct = DirectGraph::Build(*e.graph, n, e.static_inputs, e.static_outputs);
+    direct = DirectGraph::Build(*e.graph, n, e.static_inputs, e.static_outputs, last_launch_event_.get());
     facts.unsafe_reason = direct->unsafe_reason();
     facts.rewrite_nodes = direct->rewrite_nodes();
     // Unknown until replays show it: assumed, and judged again then.

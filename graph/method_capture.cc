@@ -140,6 +140,12 @@ MethodInstance::StageResult MethodInstance::RecordCapture(CaptureJob& job, Args 
     job.checks_before = checks_.graph_checks();
     failure = InvokeFn(call);
   }
+  if (failure.ok() && flags_.binding != Binding::kStaged) {
+    // Where the direct form's completion record will attach.
+    StatusOr<std::vector<cudaGraphNode_t>> f = cap->Frontier();
+    if (f.ok()) job.staged.body_frontier = *std::move(f);
+    if (!f.ok()) failure = f.status();
+  }
   if (failure.ok()) failure = AddTailNodes(job, *cap, flags_.copy_outputs ? outputs.size() : 0);
   return EndCapture(job, *cap, std::move(failure));
 }

@@ -65,7 +65,7 @@ MethodFlags CaptureFirst() {
 
 // docs/design.md: a replay whose buffers did not move (or recur) makes two
 // CUDA calls, cudaGetDevice and cudaGraphLaunch, and nothing else.
-TEST_F(ReplayPathGpuTest, AReplayIsOneGetDeviceOneGraphLaunchAndADirectGraphsEventRecord) {
+TEST_F(ReplayPathGpuTest, AReplayIsOneGetDeviceAndOneGraphLaunch) {
   Method* m = Register(CaptureFirst());
   ASSERT_NE(m, nullptr);
   DeviceBuffer<float> x1(kN), y1(kN), x2(kN), y2(kN);
@@ -84,14 +84,10 @@ TEST_F(ReplayPathGpuTest, AReplayIsOneGetDeviceOneGraphLaunchAndADirectGraphsEve
     ASSERT_TRUE(m->Run({&in1, 1}, {&out1, 1}, s()).ok());
     ASSERT_TRUE(m->Run({&in2, 1}, {&out2, 1}, s()).ok());
   }
-  // A direct graph holds no completion record node, so its launch is
-  // followed by one cudaEventRecord (waits on another stream and Release use
-  // that event; a device-wide sync would break other threads' captures).
-  const bool direct = m->Report().binding == Binding::kDirect;
+  // The graph's own record node marks its completion: no other call.
   for (int c = 0; c < static_cast<int>(CudaCall::kCount); ++c) {
     const CudaCall call = static_cast<CudaCall>(c);
-    const bool per_call = call == CudaCall::kGraphLaunch || call == CudaCall::kGetDevice ||
-                          (direct && call == CudaCall::kEventRecord);
+    const bool per_call = call == CudaCall::kGraphLaunch || call == CudaCall::kGetDevice;
     EXPECT_EQ(counter.Count(call), per_call ? 2 * kCalls : 0) << CudaCallName(call);
   }
   Expect(y1, 1.0f);
