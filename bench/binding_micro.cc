@@ -47,6 +47,24 @@ cudaGraphExec_t Instantiate(cudaGraph_t g) {
   return e;
 }
 
+cudaEvent_t NewEvent() {
+  cudaEvent_t e;
+  CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+// `g` with an event record node of `done` after its last kernel (the only
+// one without a dependent: it was added last), instantiated.
+cudaGraphExec_t InstantiateWithRecord(cudaGraph_t g, cudaEvent_t done) {
+  size_t n = 0;
+  CK(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  CK(cudaGraphGetNodes(g, nodes.data(), &n));
+  cudaGraphNode_t rec;
+  CK(cudaGraphAddEventRecordNode(&rec, g, &nodes[n - 1], 1, done));
+  return Instantiate(g);
+}
+
 // One executable whose kernel nodes are rewritten to the call's buffers.
 struct Rewritable {
   cudaGraphExec_t exec = nullptr;
@@ -103,21 +121,19 @@ void RunK(int k, cudaStream_t s, encore::Manager& mgr, const std::vector<float*>
   using encore::bench::Variants;
   std::printf("K=%d\n", k);
   const cudaGraphExec_t floor = Instantiate(Capture(sin, sout, k, s));
-  cudaGraph_t rec_graph = Capture(sin, sout, k, s);
-  {
-    size_t n = 0;
-    CK(cudaGraphGetNodes(rec_graph, nullptr, &n));
-    std::vector<cudaGraphNode_t> nodes(n);
-    CK(cudaGraphGetNodes(rec_graph, nodes.data(), &n));
-    cudaEvent_t done;
-    CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    cudaGraphNode_t rec;
-    // The last kernel is the only one without a dependent; it was added last.
-    CK(cudaGraphAddEventRecordNode(&rec, rec_graph, &nodes[n - 1], 1, done));
-  }
-  const cudaGraphExec_t with_record = Instantiate(rec_graph);
+  const cudaGraphExec_t with_record = InstantiateWithRecord(Capture(sin, sout, k, s), NewEvent());
   std::vector<cudaGraphExec_t> per_pair;
   for (int p = 0; p < kPairs; ++p) per_pair.push_back(Instantiate(Capture(in[p], out[p], k, s)));
+  // The same with a completion record node: all recording one event (as one
+  // method's executables did), or each its own.
+  const cudaEvent_t shared_done = NewEvent();
+  std::vector<cudaEvent_t> own_done;
+  std::vector<cudaGraphExec_t> rec_shared, rec_own;
+  for (int p = 0; p < kPairs; ++p) {
+    own_done.push_back(NewEvent());
+    rec_shared.push_back(InstantiateWithRecord(Capture(in[p], out[p], k, s), shared_done));
+    rec_own.push_back(InstantiateWithRecord(Capture(in[p], out[p], k, s), own_done.back()));
+  }
   Rewritable rw2(Capture(sin, sout, k, s), sin), rw64(Capture(sin, sout, k, s), sin),
       rw_in(Capture(sin, sout, k, s), sin);
   // 64 executables of one graph captured on the fixed buffers, each
@@ -168,6 +184,20 @@ void RunK(int k, cudaStream_t s, encore::Manager& mgr, const std::vector<float*>
       {"bare graph + event record node, fixed", [&](int) { CK(cudaGraphLaunch(with_record, s)); }},
       {"2 executables taking turns (2 pairs)", [&](int i) { CK(cudaGraphLaunch(per_pair[i % 2], s)); }},
       {"64 executables rotating (64 pairs)", [&](int i) { CK(cudaGraphLaunch(per_pair[i % kPairs], s)); }},
+      {"2 execs + record node, one event", [&](int i) { CK(cudaGraphLaunch(rec_shared[i % 2], s)); }},
+      {"2 execs + record node, own events", [&](int i) { CK(cudaGraphLaunch(rec_own[i % 2], s)); }},
+      {"2 execs + cudaEventRecord after each",
+       [&](int i) {
+         CK(cudaGraphLaunch(per_pair[i % 2], s));
+         CK(cudaEventRecord(shared_done, s));
+       }},
+      {"64 execs + record node, one event", [&](int i) { CK(cudaGraphLaunch(rec_shared[i % kPairs], s)); }},
+      {"64 execs + record node, own events", [&](int i) { CK(cudaGraphLaunch(rec_own[i % kPairs], s)); }},
+      {"64 execs + cudaEventRecord after each",
+       [&](int i) {
+         CK(cudaGraphLaunch(per_pair[i % kPairs], s));
+         CK(cudaEventRecord(shared_done, s));
+       }},
       {"64 executables rewritten once, rotating",
        [&](int i) { CK(cudaGraphLaunch(rewritten_once[i % kPairs]->exec, s)); }},
       {"2 executables rewritten once, taking turns",
