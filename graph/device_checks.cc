@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "graph/device_checks.h"  // private to graph/
 
+#include <chrono>
+#include <thread>
+
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "encore/graph/capture_fence.h"
 #include "encore/graph/device_check_kernel.h"
 
 namespace encore {
@@ -70,13 +74,23 @@ int64_t DeviceChecks::FailedCall(volatile const CheckRecord* r) const {
   return seq >= 1 && launches_ - seq < kLaunchRing ? launch_calls_[(seq - 1) % kLaunchRing] : -1;
 }
 
+void DeviceChecks::WaitForCheckKernels() {
+  // A device-wide sync, but not while another thread captures (it would
+  // invalidate that capture): then a pause far longer than the few
+  // instructions between the kernel's claim and its fence.
+  StatusOr<bool> synced = SynchronizeDeviceBetweenCaptures(std::chrono::milliseconds(500));
+  if (synced.ok() && *synced) return;
+  (void)cuda().GetLastError();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 Status DeviceChecks::TakeFailure() {
   if (!record_) return OkStatus();
   volatile CheckRecord* r = record_->host();
   if (!r->failed) return OkStatus();
   // The kernel claims the record before it writes the other fields; wait for
   // it to finish. This is the failure path only, never a replay.
-  (void)cuda().DeviceSynchronize();
+  WaitForCheckKernels();
   const int64_t call = FailedCall(r);
   std::string msg = MessageText(r->check_id);
   record_->Clear();
@@ -98,7 +112,7 @@ std::string DeviceChecks::DiscardFailure() {
   if (!failure_pending()) return {};
   // As in TakeFailure: the kernel claims the record before it writes the
   // message id.
-  (void)cuda().DeviceSynchronize();
+  WaitForCheckKernels();
   std::string msg = MessageText(record_->host()->check_id);
   record_->Clear();
   return msg;

@@ -68,6 +68,8 @@ class DeviceChecks {
   int64_t graph_checks() const { return graph_checks_; }
 
  private:
+  // Until a check kernel that claimed the record has written it.
+  static void WaitForCheckKernels();
   static constexpr size_t kLaunchRing = 4096;
   Status EnsureRecord();
   int MessageId(std::string_view message);

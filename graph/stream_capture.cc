@@ -8,8 +8,9 @@
 namespace encore {
 
 StatusOr<StreamCapture> StreamCapture::Begin(cudaStream_t stream) {
+  CaptureTicket ticket = CaptureTicket::Take();  // taken first: a device sync between would break the capture
   ENCORE_CUDA_CALL(StreamBeginCapture, stream, cudaStreamCaptureModeThreadLocal);
-  return StreamCapture(stream);
+  return StreamCapture(stream, std::move(ticket));
 }
 
 StreamCapture::~StreamCapture() {
@@ -73,9 +74,11 @@ StatusOr<Graph> StreamCapture::End(bool* cuda_capture_error) {
       if (g2) (void)real.GraphDestroy(g2);
       (void)real.GetLastError();
     }
+    ticket_.Return();
     *cuda_capture_error = IsCaptureError(err);
     return CudaStatus(err, CudaCallName(CudaCall::kStreamEndCapture));
   }
+  ticket_.Return();
   return Graph(g);
 }
 

@@ -3,14 +3,18 @@
 // dropped while still open (an error path), the destructor ends the capture,
 // discards the partial graph and clears the error CUDA left behind, so the
 // stream is usable again. Nothing here throws once the capture has begun.
+// While open it holds a CaptureTicket, so encore's device-wide syncs (on any
+// thread) wait for it to end instead of invalidating it.
 #ifndef ENCORE_GRAPH_STREAM_CAPTURE_H_
 #define ENCORE_GRAPH_STREAM_CAPTURE_H_
 
 #include <cuda_runtime_api.h>
 
+#include <utility>
 #include <vector>
 
 #include "encore/core/status.h"
+#include "encore/graph/capture_fence.h"
 #include "encore/graph/graph.h"
 
 namespace encore {
@@ -20,7 +24,9 @@ class StreamCapture {
   // Begins capturing `stream` in cudaStreamCaptureModeThreadLocal, so CUDA
   // calls other threads make neither break this capture nor get recorded.
   static StatusOr<StreamCapture> Begin(cudaStream_t stream);
-  StreamCapture(StreamCapture&& o) noexcept : stream_(o.stream_), open_(o.open_) { o.open_ = false; }
+  StreamCapture(StreamCapture&& o) noexcept : stream_(o.stream_), open_(o.open_), ticket_(std::move(o.ticket_)) {
+    o.open_ = false;
+  }
   StreamCapture& operator=(StreamCapture&&) = delete;
   StreamCapture(const StreamCapture&) = delete;
   ~StreamCapture();
@@ -35,9 +41,10 @@ class StreamCapture {
   StatusOr<Graph> End(bool* cuda_capture_error);
 
  private:
-  explicit StreamCapture(cudaStream_t s) : stream_(s), open_(true) {}
+  StreamCapture(cudaStream_t s, CaptureTicket ticket) : stream_(s), open_(true), ticket_(std::move(ticket)) {}
   cudaStream_t stream_;
   bool open_;
+  CaptureTicket ticket_;
 };
 
 }  // namespace encore

@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "graph/verifier.h"  // private to graph/
 
+#include <chrono>
 #include <cstring>
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "encore/graph/capture_fence.h"
 #include "graph/output_compare.h"
 
 namespace encore {
 namespace {
 
 constexpr size_t kAlign = 256;
+// How long a comparison waits for other threads' captures to end before it
+// settles for a sync of its own stream.
+constexpr std::chrono::milliseconds kCapturePatience(500);
 size_t Aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
@@ -75,11 +80,13 @@ Status VerifiedLaunch::Rewind(cudaStream_t stream) {
 
 StatusOr<std::string> VerifiedLaunch::Compare(Args outputs, double tolerance, cudaStream_t stream,
                                               bool whole_device) {
+  device_synced_ = false;
   if (whole_device) {
-    ENCORE_CUDA_CALL(DeviceSynchronize);
-  } else {
-    ENCORE_CUDA_CALL(StreamSynchronize, stream);
+    // Not while another thread captures (the sync would invalidate its
+    // capture): wait for the captures in flight, within reason.
+    ENCORE_ASSIGN_OR_RETURN(device_synced_, SynchronizeDeviceBetweenCaptures(kCapturePatience));
   }
+  if (!device_synced_) ENCORE_CUDA_CALL(StreamSynchronize, stream);
   std::vector<std::byte> g, e;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const size_t bytes = outputs[i].span_bytes();

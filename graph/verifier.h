@@ -51,10 +51,13 @@ class VerifiedLaunch {
   // graph 1, eager 2"; empty when there is none. Regions other than
   // generator state are compared only when `tolerance` is 0 (they are bytes).
   // `whole_device`: wait for the whole device first (verification's eager
-  // re-run may leave work on streams it never joined); else for `stream`
-  // only (the probe, whose both runs are graph launches on it, and which
-  // must not sync the device: that would invalidate another thread's capture).
+  // re-run may leave work on streams it never joined), unless encore
+  // captures on another thread for longer than half a second (the sync
+  // would invalidate that capture): then, as when false, for `stream` only
+  // (the probe, whose both runs are graph launches on it).
   StatusOr<std::string> Compare(Args outputs, double tolerance, cudaStream_t stream, bool whole_device = true);
+  // Whether the last Compare waited for the whole device.
+  bool device_synced() const { return device_synced_; }
 
   // The checked launch stands: the regions as the graph left them (also
   // after a Rewind that failed part way).
@@ -77,6 +80,7 @@ class VerifiedLaunch {
   std::vector<TensorRef> eager_outputs_;
   std::vector<Slot> slots_;
   bool graph_saved_ = false;  // Rewind copied every region's graph state
+  bool device_synced_ = false;
 };
 
 }  // namespace encore

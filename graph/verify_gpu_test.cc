@@ -7,7 +7,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -256,6 +260,93 @@ TEST_F(VerifyTest, AMethodThatCannotListItsConstantsIsNotVerified) {
   EXPECT_EQ(m->Report().verified_launches, 0);
   EXPECT_EQ(m->Report().phase, MethodPhase::kReplay);
   EXPECT_EQ(logs_.Count("verify_refused"), 1);
+}
+
+// A method whose capturing call (its second: warmup=1) waits inside the
+// capture until `release`, on a thread and stream of its own.
+struct SlowCapture {
+  std::atomic<int> calls{0};
+  std::promise<void> in_capture;
+  std::shared_future<void> release;
+};
+
+// Verification syncs the whole device after its eager re-run; CUDA refuses
+// that while any thread captures, and invalidates the capture. It waits for
+// encore's captures on other threads (docs/design.md, Verification).
+class VerifyBesideCaptureTest : public VerifyTest {
+ protected:
+  void RunBesideACapture(std::chrono::milliseconds capture_lasts, bool* a_ok, MethodReport* b_report) {
+    auto slow = std::make_shared<SlowCapture>();
+    std::promise<void> release;
+    slow->release = release.get_future().share();
+    Method* b = Register("slow_capture",
+                         [slow](Call& c) -> Status {
+                           if (++slow->calls == 2) {
+                             slow->in_capture.set_value();
+                             slow->release.wait();
+                           }
+                           return testing::AffineCall(c, 3.0f, 0.0f);
+                         },
+                         MethodFlags{});
+    Method* a = Register("verified", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); }, Verify(100));
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    RunOnce(a, 1);
+    RunOnce(a, 2);  // captured and verified
+    DeviceBuffer<float> bin(kN), bout(kN);
+    bin.Fill(1.0f);
+    cudaStream_t bs = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking), cudaSuccess);
+    std::future<void> in_capture = slow->in_capture.get_future();
+    std::thread capturer([&] {
+      TensorRef i{bin.get(), DType::kFloat32, {kN}, {}}, o{bout.get(), DType::kFloat32, {kN}, {}};
+      for (int call = 0; call < 3; ++call) EXPECT_TRUE(b->Run({&i, 1}, {&o, 1}, bs).ok());
+    });
+    in_capture.wait();
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(capture_lasts);
+      release.set_value();
+    });
+    std::vector<float> v(kN, 4.0f);
+    in_.Upload(v);
+    TensorRef ins[] = {{in_.get(), DType::kFloat32, {kN}, {}}};
+    TensorRef outs[] = {{out_.get(), DType::kFloat32, {kN}, {}}};
+    Status st = a->Run(ins, outs, s());  // a verified replay while b captures
+    *a_ok = st.ok();
+    EXPECT_TRUE(st.ok()) << st;
+    releaser.join();
+    capturer.join();
+    EXPECT_EQ(cudaStreamSynchronize(s()), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(bs), cudaSuccess);
+    EXPECT_EQ(out_.Download(), std::vector<float>(kN, 9.0f));
+    EXPECT_EQ(bout.Download(), std::vector<float>(kN, 3.0f));
+    MethodReport ra = a->Report();
+    EXPECT_EQ(ra.verified_launches, 2);
+    EXPECT_EQ(ra.verify_failures, 0) << ra.graphs_off_reason;
+    *b_report = b->Report();
+    cudaStreamDestroy(bs);
+  }
+};
+
+TEST_F(VerifyBesideCaptureTest, AVerifiedReplayWaitsForAnotherThreadsCapture) {
+  bool a_ok = false;
+  MethodReport rb;
+  RunBesideACapture(std::chrono::milliseconds(100), &a_ok, &rb);
+  EXPECT_TRUE(a_ok);
+  EXPECT_EQ(rb.captures, 1);
+  EXPECT_EQ(rb.capture_failures, 0);
+  EXPECT_EQ(rb.phase, MethodPhase::kReplay) << rb.graphs_off_reason;
+  EXPECT_EQ(logs_.Count("verify_stream_only"), 0);
+}
+
+TEST_F(VerifyBesideCaptureTest, ACaptureLongerThanThePatienceGetsAStreamSyncInstead) {
+  bool a_ok = false;
+  MethodReport rb;
+  RunBesideACapture(std::chrono::milliseconds(1500), &a_ok, &rb);
+  EXPECT_TRUE(a_ok);
+  EXPECT_EQ(rb.captures, 1);
+  EXPECT_EQ(rb.capture_failures, 0);
+  EXPECT_EQ(logs_.Count("verify_stream_only"), 1);
 }
 
 }  // namespace

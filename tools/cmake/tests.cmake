@@ -14,6 +14,7 @@ set(ENCORE_CPU_TESTS
   core/rate_limiter_test
   core/status_test
   core/tensor_test
+  graph/capture_fence_test
   graph/device_check_kernel_args_test
   graph/direct_graph_test
   graph/graph_dump_test
