@@ -295,6 +295,8 @@ class VerifyBesideCaptureTest : public VerifyTest {
     RunOnce(a, 2);  // captured and verified
     DeviceBuffer<float> bin(kN), bout(kN);
     bin.Fill(1.0f);
+    // Before b captures: Upload syncs the device, which would break that.
+    in_.Upload(std::vector<float>(kN, 4.0f));
     cudaStream_t bs = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking), cudaSuccess);
     std::future<void> in_capture = slow->in_capture.get_future();
@@ -307,8 +309,6 @@ class VerifyBesideCaptureTest : public VerifyTest {
       std::this_thread::sleep_for(capture_lasts);
       release.set_value();
     });
-    std::vector<float> v(kN, 4.0f);
-    in_.Upload(v);
     TensorRef ins[] = {{in_.get(), DType::kFloat32, {kN}, {}}};
     TensorRef outs[] = {{out_.get(), DType::kFloat32, {kN}, {}}};
     Status st = a->Run(ins, outs, s());  // a verified replay while b captures
