@@ -99,8 +99,8 @@ StatusOr<GraphExec> ExecCache::InstantiateBound(GraphEntry& g, std::span<const T
   return GraphExec::Instantiate(*g.graph);
 }
 
-ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
-                                               std::span<const TensorRef> outputs, int64_t* new_variants) {
+size_t ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
+                                         std::span<const TensorRef> outputs, int64_t* new_variants) {
   // Callers that cycle through a few buffers (double buffering, a caching
   // allocator) come back to the same sets, so a set seen twice gets its own
   // executable and later costs no parameter rewrite at all; a set seen once
@@ -111,11 +111,15 @@ ExecVariant& ExecCache::VariantForNewAddresses(GraphEntry& g, std::span<const Te
     if (exec.ok()) {
       g.variants.push_back(ExecVariant{*std::move(exec), g.graph, g.template_heads});
       ++*new_variants;
-    } else {
-      log_->Warn("variant_failed", {{"method", *method_}, {"error", exec.status().message()}});
+      return g.variants.size() - 1;
     }
+    log_->Warn("variant_failed", {{"method", *method_}, {"error", exec.status().message()}});
   }
-  return g.variants.back();
+  size_t lru = 0;
+  for (size_t i = 1; i < g.variants.size(); ++i) {
+    if (g.variants[i].last_use < g.variants[lru].last_use) lru = i;
+  }
+  return lru;
 }
 
 StatusOr<BoundExec> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> inputs,
@@ -134,21 +138,28 @@ StatusOr<BoundExec> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> in
                                                        "these addresses; logged once per graph"}});
     }
   }
-  size_t vi = 0;
-  while (vi < g.variants.size() && !VariantMatches(g.variants[vi], inputs, outputs)) ++vi;
-  if (vi == g.variants.size()) {
-    ExecVariant& v = VariantForNewAddresses(g, inputs, outputs, new_variants);
-    ENCORE_RETURN_IF_ERROR(Restage(v, inputs, outputs));
-    vi = g.variants.size() - 1;
+  const size_t n = g.variants.size();
+  size_t vi = n;
+  for (size_t j = 0, i = g.mru < n ? g.mru : 0; j < n; ++j) {
+    if (VariantMatches(g.variants[i], inputs, outputs)) {
+      vi = i;
+      break;
+    }
+    if (++i == n) i = 0;
   }
-  if (vi != 0) std::rotate(g.variants.begin(), g.variants.begin() + vi, g.variants.begin() + vi + 1);
-  return BoundExec{&g.variants.front().exec, true};
+  if (vi == n) {
+    vi = VariantForNewAddresses(g, inputs, outputs, new_variants);
+    ENCORE_RETURN_IF_ERROR(Restage(g.variants[vi], inputs, outputs));
+  }
+  g.mru = vi;
+  g.variants[vi].last_use = ++g.uses;
+  return BoundExec{&g.variants[vi].exec, true};
 }
 
 bool ExecCache::AdoptLruExecutable(GraphEntry& entry) {
   if (entries_.empty()) return false;
   GraphEntry& lru = *entries_.back();
-  ExecVariant& v = lru.variants.front();
+  ExecVariant& v = lru.variants[lru.mru];
   if (v.heads.size() != entry.template_heads.size() || !v.exec.Update(*entry.graph).ok()) return false;
   // The executable now runs the new graph, but parameter rewrites must still
   // name nodes of the graph it was instantiated from.

@@ -45,6 +45,7 @@ struct ExecVariant {
   GraphExec exec;
   std::shared_ptr<Graph> source;  // the graph `exec` was instantiated from
   std::vector<HeadNode> heads;
+  uint64_t last_use = 0;  // GraphEntry::uses when it was last bound
 };
 
 // One captured signature: its graph, executables and static buffers.
@@ -55,7 +56,11 @@ struct GraphEntry {
   // capture's parameters: the template new variants are instantiated from.
   std::shared_ptr<Graph> graph;
   std::vector<HeadNode> template_heads;
-  std::vector<ExecVariant> variants;  // most recently used first
+  // In the order they were made; the search starts at the last call's
+  // (fixed buffers: the first look hits; buffers that rotate: the second).
+  std::vector<ExecVariant> variants;
+  size_t mru = 0;     // the last call's variant
+  uint64_t uses = 0;  // binds of this graph's staged variants
   size_t nodes = 0;
   std::vector<TensorRef> static_inputs;
   std::vector<TensorRef> static_outputs;
@@ -131,8 +136,9 @@ class ExecCache {
                              std::span<const TensorRef> outputs);
   // Rewrites the head nodes of `v` whose caller addresses changed.
   Status Restage(ExecVariant& v, std::span<const TensorRef> inputs, std::span<const TensorRef> outputs);
-  // The variant to restage for an address set no variant holds.
-  ExecVariant& VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
+  // The index of the variant to restage for an address set no variant
+  // holds: a new one, or the least recently used.
+  size_t VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
                                       std::span<const TensorRef> outputs, int64_t* new_variants);
   // An executable of g's graph with its heads set to these addresses.
   StatusOr<GraphExec> InstantiateBound(GraphEntry& g, std::span<const TensorRef> inputs,
