@@ -21,16 +21,20 @@ thread_local int tickets_held = 0;
 }  // namespace
 
 CaptureTicket CaptureTicket::Take() {
-  Fence().lock_shared();
+  // A shared lock taken twice by one thread is undefined, and would wait
+  // behind a sync that waits for this thread's first ticket.
+  const bool locks = tickets_held == 0;
+  if (locks) Fence().lock_shared();
   ++tickets_held;
-  return CaptureTicket();
+  return CaptureTicket(locks);
 }
 
 void CaptureTicket::Return() noexcept {
   if (!held_) return;
   held_ = false;
   --tickets_held;
-  Fence().unlock_shared();
+  if (locks_) Fence().unlock_shared();
+  locks_ = false;
 }
 
 StatusOr<bool> SynchronizeDeviceBetweenCaptures(std::chrono::milliseconds patience) {

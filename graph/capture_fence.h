@@ -19,20 +19,25 @@
 
 namespace encore {
 
-// Held by one capture; returns itself when destroyed or Returned. Move-only.
+// Held by one capture; returns itself when destroyed or Returned. Move-only,
+// and returned on the thread that took it.
 class CaptureTicket {
  public:
-  // Waits while a device-wide sync is in progress (no longer than that).
+  // Waits while a device-wide sync is in progress (no longer than that;
+  // device work that waits for a host thread stuck here would never end).
+  // A ticket taken while this thread holds one (a method captured inside
+  // another's capture) only counts: the fence is not locked twice.
   static CaptureTicket Take();
-  CaptureTicket(CaptureTicket&& o) noexcept : held_(o.held_) { o.held_ = false; }
+  CaptureTicket(CaptureTicket&& o) noexcept : held_(o.held_), locks_(o.locks_) { o.held_ = o.locks_ = false; }
   CaptureTicket& operator=(CaptureTicket&&) = delete;
   CaptureTicket(const CaptureTicket&) = delete;
   ~CaptureTicket() { Return(); }
   void Return() noexcept;
 
  private:
-  CaptureTicket() : held_(true) {}
+  explicit CaptureTicket(bool locks) : held_(true), locks_(locks) {}
   bool held_;
+  bool locks_;  // this ticket holds the fence's shared lock
 };
 
 // Waits up to `patience` until no encore capture is in flight on any thread,

@@ -84,6 +84,33 @@ TEST_F(CaptureFenceTest, AMovedTicketIsReturnedOnce) {
   EXPECT_TRUE(*synced);
 }
 
+TEST_F(CaptureFenceTest, ANestedTicketDoesNotLockTwice) {
+  // A method captured inside another's capture, on one thread: the inner
+  // ticket only counts, so another thread's sync waits for the outer one.
+  std::atomic<int> stage{0};
+  StatusOr<bool> other = false;
+  {
+    CaptureTicket outer = CaptureTicket::Take();
+    std::thread syncer([&] {
+      stage = 1;
+      other = SynchronizeDeviceBetweenCaptures(milliseconds(5000));
+      stage = 2;
+    });
+    while (stage == 0) std::this_thread::sleep_for(milliseconds(1));
+    std::this_thread::sleep_for(milliseconds(20));  // the syncer is waiting for the lock
+    {
+      CaptureTicket inner = CaptureTicket::Take();  // must not block behind the waiting syncer
+    }
+    EXPECT_EQ(stage.load(), 1);  // still waiting: the outer ticket is held
+    EXPECT_EQ(Syncs(), 0);
+    outer.Return();
+    syncer.join();
+  }
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(*other);
+  EXPECT_EQ(Syncs(), 1);
+}
+
 TEST_F(CaptureFenceTest, AFailedSyncIsAnError) {
   faults_.ClearFailures();
   faults_.FailNth(CudaCall::kDeviceSynchronize, 1, cudaErrorLaunchFailure);

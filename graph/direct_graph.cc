@@ -111,14 +111,20 @@ Status DirectGraph::CloneWithoutStaging(const Graph& staged, const StagedNodes& 
       ENCORE_CUDA_CALL(GraphKernelNodeSetParams, c, &k);
     }
   }
-  // A completion record of its own, after the body's last nodes: on the H200
-  // it cost nothing measurable where a cudaEventRecord after each launch
-  // cost 0.6 µs (bench/binding_micro, run 18).
+  // A completion record of its own, after the body's last nodes (never less
+  // than a cudaEventRecord after each launch costs; docs/design.md).
   std::vector<cudaGraphNode_t> frontier;
   for (cudaGraphNode_t n : nodes.body_frontier) {
     if (std::find(removed.begin(), removed.end(), n) != removed.end()) continue;
     ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(n));
     frontier.push_back(c);
+  }
+  size_t count = 0;
+  ENCORE_CUDA_CALL(GraphGetNodes, clone, nullptr, &count);
+  if (frontier.empty() && count > 0) {
+    // A record with no dependency would fire as the launch starts, and a
+    // later call on another stream would not wait for the body.
+    return InternalError("no body frontier was recorded for the completion record");
   }
   cudaGraphNode_t record = nullptr;
   ENCORE_CUDA_CALL(GraphAddEventRecordNode, &record, clone, frontier.data(), frontier.size(), completion);

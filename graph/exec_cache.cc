@@ -126,7 +126,7 @@ StatusOr<BoundExec> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> in
                                     std::span<const TensorRef> outputs, int64_t* new_variants) {
   if (g.direct) {
     StatusOr<const GraphExec*> direct = g.direct->Bind(inputs, outputs, new_variants);
-    if (direct.ok() && *direct != nullptr) return BoundExec{*direct, g.direct->bumps_sequence(), true};
+    if (direct.ok() && *direct != nullptr) return BoundExec{*direct, g.direct->bumps_sequence()};
     // CUDA refused to point a node at these buffers (a memcpy endpoint in
     // pinned-host or managed memory): the staged graph, whose kernels copy
     // them in and out, answers the call, as it does overlapping tensors.

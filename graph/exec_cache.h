@@ -83,14 +83,12 @@ struct GraphEntry {
   bool auto_rejudge = false;
 };
 
-// What a replay launches: the executable, whether it bumps the
+// What a replay launches: the executable, and whether it bumps the
 // device-check sequence (every staged graph does; a direct one only when its
-// body calls Call::Check), and whether it records the completion event (a
-// direct graph holds no node of encore's for it).
+// body calls Call::Check). Every graph's last node records the completion.
 struct BoundExec {
   const GraphExec* exec = nullptr;
   bool bumps_sequence = true;
-  bool records_completion = true;  // the graph's last node records it
 };
 
 class ExecCache {

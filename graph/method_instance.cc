@@ -273,18 +273,14 @@ Status MethodInstance::LastLaunchUnknown() const {
                                        "and cudaStreamSynchronize failed after it); nothing launched");
 }
 
-Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence,
-                                   bool records_completion) {
+Status MethodInstance::LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence) {
   ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
   ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
   if (pad_) pad_rows_.Launched();
   if (bumps_sequence) checks_.RecordLaunch(index);
   has_launched_ = true;
   last_launch_stream_ = stream;
-  last_launch_recorded_ = records_completion;
-  // A direct graph has no record node (it cost a one-kernel launch more
-  // than this call does): the event is recorded after it.
-  if (!records_completion) RecordLastWork(stream);
+  last_launch_recorded_ = true;  // by the graph's own record node
   return OkStatus();
 }
 
@@ -316,7 +312,7 @@ Status MethodInstance::Replay(GraphEntry& g, Args inputs, Args outputs, cudaStre
     ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));
     v = BeginVerify(g, inputs, GraphOutputs(g, outputs), stream, index);
   }
-  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence, bound.records_completion));
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence));
   ++g.launches;
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});

@@ -92,11 +92,9 @@ class MethodInstance {
   Status Replay(GraphEntry& g, Args inputs, Args outputs, cudaStream_t stream, int64_t index);
   Status JoinLastLaunch(cudaStream_t stream);
   // `bumps_sequence`: the graph's launch bumps the device-check sequence,
-  // so the launch ring records it. `records_completion`: its last node
-  // records last_launch_event_ (staged graphs); else (direct graphs, which
-  // hold no node of encore's) the event is recorded after the launch.
-  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence = true,
-                     bool records_completion = true);
+  // so the launch ring records it. The graph's last node records
+  // last_launch_event_ (staged and direct graphs alike).
+  Status LaunchGraph(const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence = true);
   // Records last_launch_event_ on `stream` after encore's own work there
   // (the probe's, verification's), so a later wait covers it.
   void RecordLastWork(cudaStream_t stream);

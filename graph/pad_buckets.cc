@@ -139,7 +139,7 @@ Status MethodInstance::ReplayPadded(GraphEntry& g, Args inputs, Args outputs, cu
     ENCORE_RETURN_IF_ERROR(JoinLastLaunch(stream));  // snapshots after the last launch
     v = BeginVerify(g, inputs, outputs, stream, index);
   }
-  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence, bound.records_completion));
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(*bound.exec, stream, index, bound.bumps_sequence));
   ++g.launches;
   ++counters_.replays;
   if (log_.enabled(spdlog::level::trace)) log_.Log(spdlog::level::trace, "replay", {{"method", name_}, {"call", index}});

@@ -13,9 +13,6 @@ namespace encore {
 namespace {
 
 constexpr size_t kAlign = 256;
-// How long a comparison waits for other threads' captures to end before it
-// settles for a sync of its own stream.
-constexpr std::chrono::milliseconds kCapturePatience(500);
 size_t Aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
@@ -79,12 +76,12 @@ Status VerifiedLaunch::Rewind(cudaStream_t stream) {
 }
 
 StatusOr<std::string> VerifiedLaunch::Compare(Args outputs, double tolerance, cudaStream_t stream,
-                                              bool whole_device) {
+                                              bool whole_device, std::chrono::milliseconds patience) {
   device_synced_ = false;
   if (whole_device) {
-    // Not while another thread captures (the sync would invalidate its
-    // capture): wait for the captures in flight, within reason.
-    ENCORE_ASSIGN_OR_RETURN(device_synced_, SynchronizeDeviceBetweenCaptures(kCapturePatience));
+    // Not while a capture is in flight (the sync would invalidate it): wait
+    // for the captures in flight, within reason.
+    ENCORE_ASSIGN_OR_RETURN(device_synced_, SynchronizeDeviceBetweenCaptures(patience));
   }
   if (!device_synced_) ENCORE_CUDA_CALL(StreamSynchronize, stream);
   std::vector<std::byte> g, e;

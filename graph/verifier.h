@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -51,11 +52,12 @@ class VerifiedLaunch {
   // graph 1, eager 2"; empty when there is none. Regions other than
   // generator state are compared only when `tolerance` is 0 (they are bytes).
   // `whole_device`: wait for the whole device first (verification's eager
-  // re-run may leave work on streams it never joined), unless encore
-  // captures on another thread for longer than half a second (the sync
-  // would invalidate that capture): then, as when false, for `stream` only
-  // (the probe, whose both runs are graph launches on it).
-  StatusOr<std::string> Compare(Args outputs, double tolerance, cudaStream_t stream, bool whole_device = true);
+  // re-run may leave work on streams it never joined), unless an encore
+  // capture stays in flight for `patience` (the sync would invalidate it):
+  // then, as when false, for `stream` only (the probe, whose both runs are
+  // graph launches on it).
+  StatusOr<std::string> Compare(Args outputs, double tolerance, cudaStream_t stream, bool whole_device = true,
+                                std::chrono::milliseconds patience = std::chrono::milliseconds(500));
   // Whether the last Compare waited for the whole device.
   bool device_synced() const { return device_synced_; }
 

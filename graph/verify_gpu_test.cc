@@ -275,7 +275,10 @@ struct SlowCapture {
 // encore's captures on other threads (docs/design.md, Verification).
 class VerifyBesideCaptureTest : public VerifyTest {
  protected:
-  void RunBesideACapture(std::chrono::milliseconds capture_lasts, bool* a_ok, MethodReport* b_report) {
+  // Runs `a` for `calls_before` calls, then once more (input all 4.0) while
+  // another method's capture on another thread lasts `capture_lasts`.
+  Status RunBesideACapture(Method* a, int calls_before, int outputs, std::chrono::milliseconds capture_lasts,
+                           MethodReport* b_report) {
     auto slow = std::make_shared<SlowCapture>();
     std::promise<void> release;
     slow->release = release.get_future().share();
@@ -288,17 +291,14 @@ class VerifyBesideCaptureTest : public VerifyTest {
                            return testing::AffineCall(c, 3.0f, 0.0f);
                          },
                          MethodFlags{});
-    Method* a = Register("verified", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); }, Verify(100));
-    ASSERT_NE(a, nullptr);
-    ASSERT_NE(b, nullptr);
-    RunOnce(a, 1);
-    RunOnce(a, 2);  // captured and verified
+    if (a == nullptr || b == nullptr) return InternalError("register failed");
+    for (int call = 1; call <= calls_before; ++call) RunOnce(a, call, outputs);
     DeviceBuffer<float> bin(kN), bout(kN);
     bin.Fill(1.0f);
     // Before b captures: Upload syncs the device, which would break that.
     in_.Upload(std::vector<float>(kN, 4.0f));
     cudaStream_t bs = nullptr;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&bs, cudaStreamNonBlocking), cudaSuccess);
     std::future<void> in_capture = slow->in_capture.get_future();
     std::thread capturer([&] {
       TensorRef i{bin.get(), DType::kFloat32, {kN}, {}}, o{bout.get(), DType::kFloat32, {kN}, {}};
@@ -310,43 +310,69 @@ class VerifyBesideCaptureTest : public VerifyTest {
       release.set_value();
     });
     TensorRef ins[] = {{in_.get(), DType::kFloat32, {kN}, {}}};
-    TensorRef outs[] = {{out_.get(), DType::kFloat32, {kN}, {}}};
-    Status st = a->Run(ins, outs, s());  // a verified replay while b captures
-    *a_ok = st.ok();
-    EXPECT_TRUE(st.ok()) << st;
+    TensorRef outs[] = {{out_.get(), DType::kFloat32, {kN}, {}}, {out2_.get(), DType::kFloat32, {kN}, {}}};
+    Status st = a->Run(ins, {outs, static_cast<size_t>(outputs)}, s());  // while b captures
     releaser.join();
     capturer.join();
-    EXPECT_EQ(cudaStreamSynchronize(s()), cudaSuccess);
-    EXPECT_EQ(cudaStreamSynchronize(bs), cudaSuccess);
-    EXPECT_EQ(out_.Download(), std::vector<float>(kN, 9.0f));
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(bout.Download(), std::vector<float>(kN, 3.0f));
-    MethodReport ra = a->Report();
-    EXPECT_EQ(ra.verified_launches, 2);
-    EXPECT_EQ(ra.verify_failures, 0) << ra.graphs_off_reason;
     *b_report = b->Report();
+    EXPECT_EQ(b_report->captures, 1);
+    EXPECT_EQ(b_report->capture_failures, 0);
+    EXPECT_EQ(b_report->phase, MethodPhase::kReplay) << b_report->graphs_off_reason;
     cudaStreamDestroy(bs);
+    return st;
   }
 };
 
 TEST_F(VerifyBesideCaptureTest, AVerifiedReplayWaitsForAnotherThreadsCapture) {
-  bool a_ok = false;
+  Method* a = Register("verified", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); }, Verify(100));
   MethodReport rb;
-  RunBesideACapture(std::chrono::milliseconds(100), &a_ok, &rb);
-  EXPECT_TRUE(a_ok);
-  EXPECT_EQ(rb.captures, 1);
-  EXPECT_EQ(rb.capture_failures, 0);
-  EXPECT_EQ(rb.phase, MethodPhase::kReplay) << rb.graphs_off_reason;
+  Status st = RunBesideACapture(a, 2, 1, std::chrono::milliseconds(100), &rb);
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out_.Download(), std::vector<float>(kN, 9.0f));
+  EXPECT_EQ(a->Report().verified_launches, 2);
+  EXPECT_EQ(a->Report().verify_failures, 0) << a->Report().graphs_off_reason;
   EXPECT_EQ(logs_.Count("verify_stream_only"), 0);
 }
 
 TEST_F(VerifyBesideCaptureTest, ACaptureLongerThanThePatienceGetsAStreamSyncInstead) {
-  bool a_ok = false;
+  Method* a = Register("verified", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); }, Verify(100));
   MethodReport rb;
-  RunBesideACapture(std::chrono::milliseconds(1500), &a_ok, &rb);
-  EXPECT_TRUE(a_ok);
-  EXPECT_EQ(rb.captures, 1);
-  EXPECT_EQ(rb.capture_failures, 0);
+  Status st = RunBesideACapture(a, 2, 1, std::chrono::milliseconds(1500), &rb);
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out_.Download(), std::vector<float>(kN, 9.0f));
+  EXPECT_EQ(a->Report().verified_launches, 2);
+  EXPECT_EQ(a->Report().verify_failures, 0) << a->Report().graphs_off_reason;
   EXPECT_EQ(logs_.Count("verify_stream_only"), 1);
+}
+
+TEST_F(VerifyBesideCaptureTest, ADifferenceSeenWithoutADeviceSyncIsCheckedAfterOne) {
+  // The unjoined second stream again, verified while another thread
+  // captures for longer than the patience: the difference the stream-only
+  // comparison sees may be the eager run unfinished, so the comparison waits
+  // for the device (the capture ends first) before it hands back the eager
+  // result.
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  Method* a = Register("sidestream",
+                       [&](Call& c) -> Status {
+                         ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 1.0f, 0.0f));
+                         cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
+                                                               static_cast<float*>(c.output(1).data), 1.0f, 100.0f,
+                                                               kN, side);
+                         return e == cudaSuccess ? OkStatus() : CudaStatus(e, "side launch");
+                       },
+                       Verify(100));
+  MethodReport rb;
+  Status st = RunBesideACapture(a, 1, 2, std::chrono::milliseconds(1500), &rb);  // a's capture call
+  EXPECT_TRUE(st.ok()) << st;
+  MethodReport r = a->Report();
+  EXPECT_EQ(r.verify_failures, 1);
+  EXPECT_EQ(r.graphs_off_reason.rfind("verify: output 1 element", 0), 0u) << r.graphs_off_reason;
+  EXPECT_EQ(logs_.Count("verify_stream_only"), 0);
+  EXPECT_EQ(out2_.Download(), std::vector<float>(kN, 104.0f));  // the eager result, whole
+  cudaStreamDestroy(side);
 }
 
 }  // namespace
