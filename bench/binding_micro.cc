@@ -165,6 +165,7 @@ void RunK(int k, cudaStream_t s, encore::Manager& mgr, const std::vector<float*>
     };
     return *mgr.Register(spec);
   };
+  encore::Method* m_fixed = reg(encore::Binding::kAuto);
   encore::Method* m_auto2 = reg(encore::Binding::kAuto);
   encore::Method* m_auto64 = reg(encore::Binding::kAuto);
   encore::Method* m_direct2 = reg(encore::Binding::kDirect);
@@ -217,6 +218,7 @@ void RunK(int k, cudaStream_t s, encore::Manager& mgr, const std::vector<float*>
          rw_in.Bind(in[i % kPairs], out[0]);
          CK(cudaGraphLaunch(rw_in.exec, s));
        }},
+      {"encore auto, fixed buffers", [&](int) { run(m_fixed, 0); }},
       {"encore auto, 2 pairs", [&](int i) { run(m_auto2, i % 2); }},
       {"encore auto, 64 pairs", [&](int i) { run(m_auto64, i % kPairs); }},
       {"encore direct, 2 pairs", [&](int i) { run(m_direct2, i % 2); }},
