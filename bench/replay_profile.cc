@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// replay_profile [K] [pairs]: where a replay's host time goes, for machines
+// replay_profile [K] [pairs] [bare|bare_record]: where a replay's host time goes, for machines
 // without a profiler. Replays a K-kernel direct-bound method over `pairs`
 // rotating buffer pairs for about 3 seconds under a SIGPROF sampler (every
 // 50 µs of wall time, aimed at the calling thread) that keeps the
@@ -74,13 +74,18 @@ int main(int argc, char** argv) {
         "work");
   };
   encore::Method* m = *mgr->Register(spec);
-  // bare: the same work as one hand-captured executable per pair.
-  const bool bare = argc > 3 && std::string(argv[3]) == "bare";
+  // bare: the same work as one hand-captured executable per pair;
+  // bare_record: each ending with an event record node, as encore's graphs do.
+  const std::string mode = argc > 3 ? argv[3] : "";
+  const bool bare = mode == "bare" || mode == "bare_record";
+  cudaEvent_t done;
+  EX_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   std::vector<cudaGraphExec_t> execs;
   for (int p = 0; bare && p < pairs; ++p) {
     cudaGraph_t g;
     EX_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     EX_CUDA(Work(static_cast<const float*>(ti[p].data), static_cast<float*>(to[p].data), k, s));
+    if (mode == "bare_record") EX_CUDA(cudaEventRecordWithFlags(done, s, cudaEventRecordExternal));
     EX_CUDA(cudaStreamEndCapture(s, &g));
     cudaGraphExec_t e;
     EX_CUDA(cudaGraphInstantiate(&e, g, 0));
