@@ -74,6 +74,18 @@ class VerifyTest : public testing::GpuStreamTest {
   DeviceBuffer<float> in_{kN}, out_{kN}, out2_{kN};
 };
 
+// Output 0 = input, and output 1 = input + 100 written on `side`, a stream
+// the body never joins to the call's: a capture does not record that launch,
+// and CUDA cannot tell (docs/limitations.md).
+MethodFn SideStreamBody(cudaStream_t side) {
+  return [side](Call& c) -> Status {
+    ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 1.0f, 0.0f));
+    cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
+                                          static_cast<float*>(c.output(1).data), 1.0f, 100.0f, kN, side);
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "side launch");
+  };
+}
+
 MethodFlags Verify(int n, int every = 0, double tol = 0) {
   MethodFlags f;
   f.verify = n;
@@ -165,17 +177,7 @@ TEST_F(VerifyTest, ABodyBranchingOnAHostCounterIsCaught) {
 TEST_F(VerifyTest, AnUnjoinedSecondStreamIsCaught) {
   cudaStream_t side = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
-  // Output 1 is written on a stream the body never joins to the call's: a
-  // capture does not record it, and CUDA cannot tell (docs/limitations.md).
-  Method* m = Register("sidestream",
-                       [&](Call& c) -> Status {
-                         ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 1.0f, 0.0f));
-                         cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
-                                                               static_cast<float*>(c.output(1).data), 1.0f, 100.0f,
-                                                               kN, side);
-                         return e == cudaSuccess ? OkStatus() : CudaStatus(e, "side launch");
-                       },
-                       Verify(1));
+  Method* m = Register("sidestream", SideStreamBody(side), Verify(1));
   RunOnce(m, 1, 2);
   RunOnce(m, 2, 2);
   RunOnce(m, 3, 2);
@@ -323,28 +325,30 @@ class VerifyBesideCaptureTest : public VerifyTest {
     cudaStreamDestroy(bs);
     return st;
   }
+
+  // After RunBesideACapture of 2 * x + 1 on x = 4: right and verified
+  // (the capture launch and this replay), and logged as stream-only or not.
+  void ExpectAffineVerified(Method* a, const Status& st, int stream_only_logs) {
+    EXPECT_TRUE(st.ok()) << st;
+    EXPECT_EQ(out_.Download(), std::vector<float>(kN, 9.0f));
+    EXPECT_EQ(a->Report().verified_launches, 2);
+    EXPECT_EQ(a->Report().verify_failures, 0) << a->Report().graphs_off_reason;
+    EXPECT_EQ(logs_.Count("verify_stream_only"), stream_only_logs);
+  }
 };
 
 TEST_F(VerifyBesideCaptureTest, AVerifiedReplayWaitsForAnotherThreadsCapture) {
   Method* a = Register("verified", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); }, Verify(100));
   MethodReport rb;
   Status st = RunBesideACapture(a, 2, 1, std::chrono::milliseconds(100), &rb);
-  EXPECT_TRUE(st.ok()) << st;
-  EXPECT_EQ(out_.Download(), std::vector<float>(kN, 9.0f));
-  EXPECT_EQ(a->Report().verified_launches, 2);
-  EXPECT_EQ(a->Report().verify_failures, 0) << a->Report().graphs_off_reason;
-  EXPECT_EQ(logs_.Count("verify_stream_only"), 0);
+  ExpectAffineVerified(a, st, /*stream_only_logs=*/0);
 }
 
 TEST_F(VerifyBesideCaptureTest, ACaptureLongerThanThePatienceGetsAStreamSyncInstead) {
   Method* a = Register("verified", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); }, Verify(100));
   MethodReport rb;
   Status st = RunBesideACapture(a, 2, 1, std::chrono::milliseconds(1500), &rb);
-  EXPECT_TRUE(st.ok()) << st;
-  EXPECT_EQ(out_.Download(), std::vector<float>(kN, 9.0f));
-  EXPECT_EQ(a->Report().verified_launches, 2);
-  EXPECT_EQ(a->Report().verify_failures, 0) << a->Report().graphs_off_reason;
-  EXPECT_EQ(logs_.Count("verify_stream_only"), 1);
+  ExpectAffineVerified(a, st, /*stream_only_logs=*/1);
 }
 
 TEST_F(VerifyBesideCaptureTest, ADifferenceSeenWithoutADeviceSyncIsCheckedAfterOne) {
@@ -355,15 +359,7 @@ TEST_F(VerifyBesideCaptureTest, ADifferenceSeenWithoutADeviceSyncIsCheckedAfterO
   // result.
   cudaStream_t side = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
-  Method* a = Register("sidestream",
-                       [&](Call& c) -> Status {
-                         ENCORE_RETURN_IF_ERROR(testing::AffineCall(c, 1.0f, 0.0f));
-                         cudaError_t e = testing::LaunchAffine(static_cast<const float*>(c.input(0).data),
-                                                               static_cast<float*>(c.output(1).data), 1.0f, 100.0f,
-                                                               kN, side);
-                         return e == cudaSuccess ? OkStatus() : CudaStatus(e, "side launch");
-                       },
-                       Verify(100));
+  Method* a = Register("sidestream", SideStreamBody(side), Verify(100));
   MethodReport rb;
   Status st = RunBesideACapture(a, 1, 2, std::chrono::milliseconds(1500), &rb);  // a's capture call
   EXPECT_TRUE(st.ok()) << st;
