@@ -62,6 +62,11 @@ class ThreadConsensus::Voter : public RankConsensus {
     const std::string who = "rank " + std::to_string(rank_);
     ENCORE_RETURN_IF_ERROR(CheckValueCount(values.size(), who, what));
     State& s = *state_;
+    if (rank_ < 0 || rank_ >= s.ranks) {
+      // A voter of no rank of the group: its vote would be out of bounds.
+      return InvalidArgumentError("ThreadConsensus: " + who + " is not one of the group's ranks (0 to " +
+                                  std::to_string(s.ranks - 1) + "); nothing voted");
+    }
     const auto deadline = std::chrono::steady_clock::now() + s.timeout;
     std::unique_lock<std::mutex> lock(s.mu);
     if (s.broken) return FailedPreconditionError(who + ": an earlier vote timed out");

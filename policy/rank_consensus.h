@@ -106,6 +106,7 @@ class ThreadConsensus {
   ThreadConsensus(int ranks, std::chrono::milliseconds timeout);
 
   // The voter for rank `r` (0 <= r < ranks); it shares this object's state.
+  // A voter of any other `r` answers every vote with InvalidArgument.
   std::shared_ptr<RankConsensus> Rank(int r);
 
  private:

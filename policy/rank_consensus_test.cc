@@ -49,6 +49,27 @@ TEST(ThreadConsensusTest, AMissingRankIsADeadlineNotAHang) {
   EXPECT_EQ(a.status().message(), "rank 0: vote on capture of 'forward' timed out after 50 ms waiting for 1 of 2 ranks");
 }
 
+TEST(ThreadConsensusTest, ARankOutsideTheGroupIsRefusedAndVotesNothing) {
+  ThreadConsensus tc(2, std::chrono::milliseconds(5000));
+  for (int r : {-1, 2, 7}) {
+    StatusOr<std::vector<uint64_t>> v = tc.Rank(r)->AllMin({1}, "x");
+    ASSERT_FALSE(v.ok()) << r;
+    EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(v.status().message().find("rank " + std::to_string(r) + " is not one of the group's ranks (0 to 1)"),
+              std::string::npos)
+        << v.status();
+  }
+  // Nothing was counted: the two real ranks still agree.
+  StatusOr<std::vector<uint64_t>> a = InternalError("rank 0 did not vote");
+  std::thread t([&] { a = tc.Rank(0)->AllMin({5}, "x"); });
+  StatusOr<std::vector<uint64_t>> b = tc.Rank(1)->AllMin({3}, "x");
+  t.join();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(*a, std::vector<uint64_t>{3});
+  EXPECT_EQ(*b, std::vector<uint64_t>{3});
+}
+
 TEST(ThreadConsensusTest, SingleRankAgreesWithItself) {
   ThreadConsensus tc(1, std::chrono::milliseconds(10));
   auto v = tc.Rank(0);
