@@ -137,7 +137,7 @@ class ExecCache {
   // The index of the variant to restage for an address set no variant
   // holds: a new one, or the least recently used.
   size_t VariantForNewAddresses(GraphEntry& g, std::span<const TensorRef> inputs,
-                                      std::span<const TensorRef> outputs, int64_t* new_variants);
+                                std::span<const TensorRef> outputs, int64_t* new_variants);
   // An executable of g's graph with its heads set to these addresses.
   StatusOr<GraphExec> InstantiateBound(GraphEntry& g, std::span<const TensorRef> inputs,
                                        std::span<const TensorRef> outputs);
