@@ -165,37 +165,29 @@ int main() {
   // graph captured by hand on fixed buffers (the floor), and encore's
   // replays on buffers that change every call. The ways take turns, one
   // repeat each, so drifting clocks touch all alike.
-  cudaGraph_t bare_graph = nullptr;
-  cudaGraphExec_t bare = nullptr;
-  EX_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  EX_CUDA(Forward(mlp, inputs[0].get(), ref_h1.get(), ref_h2.get(), outputs[0].get(), stream));
-  EX_CUDA(cudaStreamEndCapture(stream, &bare_graph));
-  EX_CUDA(cudaGraphInstantiate(&bare, bare_graph, 0));
-  // The same graph ending with an event record node, as encore's graphs do
-  // (a later call on another stream waits on it): what that node costs.
-  cudaGraphExec_t bare_record = nullptr;
+  // A bare executable of the same kernels on buffers `x` and `y`, captured by
+  // hand; with `record_to`, ending with an event record node of it, as
+  // encore's graphs end (a later call on another stream waits on it).
+  auto capture_by_hand = [&](const float* x, float* y, cudaEvent_t record_to) {
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    EX_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    EX_CUDA(Forward(mlp, x, ref_h1.get(), ref_h2.get(), y, stream));
+    if (record_to) EX_CUDA(cudaEventRecordWithFlags(record_to, stream, cudaEventRecordExternal));  // a node
+    EX_CUDA(cudaStreamEndCapture(stream, &g));
+    EX_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    EX_CUDA(cudaGraphDestroy(g));
+    return exec;
+  };
+  const cudaGraphExec_t bare = capture_by_hand(inputs[0].get(), outputs[0].get(), nullptr);
+  // The same with the record node: what that node costs.
   cudaEvent_t done = nullptr;
   EX_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  {
-    cudaGraph_t g = nullptr;
-    EX_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    EX_CUDA(Forward(mlp, inputs[0].get(), ref_h1.get(), ref_h2.get(), outputs[0].get(), stream));
-    EX_CUDA(cudaEventRecordWithFlags(done, stream, cudaEventRecordExternal));  // a node, not a capture join
-    EX_CUDA(cudaStreamEndCapture(stream, &g));
-    EX_CUDA(cudaGraphInstantiate(&bare_record, g, 0));
-    EX_CUDA(cudaGraphDestroy(g));
-  }
+  const cudaGraphExec_t bare_record = capture_by_hand(inputs[0].get(), outputs[0].get(), done);
   // And one bare executable per address set the timed calls use (40), taking
   // turns as encore's do: what switching executables costs by itself.
-  std::vector<cudaGraphExec_t> bare_sets(40);
-  for (int i = 0; i < 40; ++i) {
-    cudaGraph_t g = nullptr;
-    EX_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    EX_CUDA(Forward(mlp, inputs[i % 8].get(), ref_h1.get(), ref_h2.get(), outputs[i % 5].get(), stream));
-    EX_CUDA(cudaStreamEndCapture(stream, &g));
-    EX_CUDA(cudaGraphInstantiate(&bare_sets[i], g, 0));
-    EX_CUDA(cudaGraphDestroy(g));
-  }
+  std::vector<cudaGraphExec_t> bare_sets;
+  for (int i = 0; i < 40; ++i) bare_sets.push_back(capture_by_hand(inputs[i % 8].get(), outputs[i % 5].get(), nullptr));
   // The tensors are described once, outside the timed loop, as the bare
   // graph's launch needs no description at all.
   std::vector<encore::TensorRef> xs, ys;
@@ -231,7 +223,6 @@ int main() {
   EX_CUDA(cudaGraphExecDestroy(bare_record));
   EX_CUDA(cudaEventDestroy(done));
   for (cudaGraphExec_t e : bare_sets) EX_CUDA(cudaGraphExecDestroy(e));
-  EX_CUDA(cudaGraphDestroy(bare_graph));
   ex::Expect(staged->Report().binding == encore::Binding::kStaged && staged->Report().replays > 0,
              "the staged method did not replay a staged graph");
   const char* names[] = {"eager: 3 kernel launches", "bare graph, fixed buffers (by hand)",

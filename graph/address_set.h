@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -25,6 +26,18 @@ inline uint64_t AddressKey(std::span<const void* const> addresses) {
   uint64_t key = kAddressKeySeed;
   for (const void* p : addresses) key = MixAddress(key, p);
   return key;
+}
+
+// The first index i of n, looking from `start` on and wrapping around, for
+// which match(i) holds; n when none does. Executable variants are searched
+// this way from the last call's, so fixed and rotating buffers hit at once.
+template <class Match>
+size_t FindFrom(size_t start, size_t n, Match match) {
+  for (size_t j = 0, i = n == 0 ? 0 : start % n; j < n; ++j) {
+    if (match(i)) return i;
+    if (++i == n) i = 0;
+  }
+  return n;
 }
 
 inline uint64_t AddressSetKey(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) {

@@ -391,12 +391,9 @@ size_t DirectGraph::VariantToRewrite() const {
 size_t DirectGraph::FindVariant(uint64_t key, Args inputs, Args outputs) const {
   // From the one after the last call's: callers that rotate buffers come
   // back in the order their executables were made, so the first look hits.
-  const size_t n = variants_.size();
-  for (size_t j = 1, i = mru_ + 1; j <= n; ++j, ++i) {
-    if (i >= n) i -= n;
-    if (variants_[i].key == key && Matches(variants_[i], inputs, outputs)) return i;
-  }
-  return n;
+  return FindFrom(mru_ + 1, variants_.size(), [&](size_t i) {
+    return variants_[i].key == key && Matches(variants_[i], inputs, outputs);
+  });
 }
 
 StatusOr<size_t> DirectGraph::VariantFor(Args inputs, Args outputs, int64_t* new_variants) {

@@ -138,16 +138,11 @@ StatusOr<BoundExec> ExecCache::Bind(GraphEntry& g, std::span<const TensorRef> in
                                                        "these addresses; logged once per graph"}});
     }
   }
-  const size_t n = g.variants.size();
-  size_t vi = n;
-  for (size_t j = 0, i = g.mru < n ? g.mru : 0; j < n; ++j) {
-    if (VariantMatches(g.variants[i], inputs, outputs)) {
-      vi = i;
-      break;
-    }
-    if (++i == n) i = 0;
-  }
-  if (vi == n) {
+  // From the last call's variant: fixed buffers hit at the first look,
+  // buffers that rotate at the second.
+  size_t vi =
+      FindFrom(g.mru, g.variants.size(), [&](size_t i) { return VariantMatches(g.variants[i], inputs, outputs); });
+  if (vi == g.variants.size()) {
     vi = VariantForNewAddresses(g, inputs, outputs, new_variants);
     ENCORE_RETURN_IF_ERROR(Restage(g.variants[vi], inputs, outputs));
   }
