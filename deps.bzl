@@ -2,8 +2,9 @@
 """External repositories encore needs; call encore_dependencies() from a WORKSPACE.
 
 encore_dependencies() declares @cuda (the local CUDA toolkit and NCCL, see
-third_party/cuda/cuda_configure.bzl) unless the workspace already has a
-repository of that name; Debian's spdlog, fmt and GoogleTest come from the
+third_party/cuda/cuda_configure.bzl) and @torch (PyTorch's C++ headers and
+libraries where installed, see third_party/torch/torch_configure.bzl) unless
+the workspace already has repositories of those names; Debian's spdlog, fmt and GoogleTest come from the
 machine.
 
 encore_offline_rules() is for workspaces that build with no network (encore's
@@ -15,6 +16,7 @@ would shadow the real rules.
 """
 
 load("@encore//third_party/cuda:cuda_configure.bzl", "cuda_configure")
+load("@encore//third_party/torch:torch_configure.bzl", "torch_configure")
 
 def _standin_repository_impl(rctx):
     for src, dest in rctx.attr.files.items():
@@ -55,6 +57,11 @@ def encore_offline_rules():
     )
 
 def encore_dependencies():
-    """Declares @cuda unless the workspace already has it."""
+    """Declares @cuda and @torch unless the workspace already has them."""
     if not native.existing_rule("cuda"):
         cuda_configure(name = "cuda")
+
+    # PyTorch, for the optional //interop/torch adapter; fetched only when a
+    # target that needs it is built.
+    if not native.existing_rule("torch"):
+        torch_configure(name = "torch")

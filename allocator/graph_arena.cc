@@ -2,6 +2,7 @@
 #include "encore/allocator/graph_arena.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "encore/core/cuda_api.h"
@@ -10,7 +11,11 @@
 namespace encore {
 namespace {
 
-size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+// Saturates at SIZE_MAX instead of wrapping: a request that large then
+// fails as out of memory, never as a tiny allocation.
+size_t AlignUp(size_t n, size_t a) {
+  return n > std::numeric_limits<size_t>::max() - (a - 1) ? std::numeric_limits<size_t>::max() : (n + a - 1) / a * a;
+}
 
 }  // namespace
 
@@ -35,7 +40,7 @@ StatusOr<void*> GraphArena::AllocateEager(size_t bytes, cudaStream_t stream) {
   size_t aligned = AlignUp(bytes, kAlignment);
   cudaError_t err = cuda().MallocAsync(&p, aligned, stream);
   if (err != cudaSuccess) {
-    return CudaStatus(err, CudaCallName(CudaCall::kMallocAsync), "scratch of " + std::to_string(bytes) + " bytes");
+    return CudaResult(err, CudaCall::kMallocAsync, "scratch of " + std::to_string(bytes) + " bytes");
   }
   eager_blocks_.push_back(p);
   eager_call_bytes_ += aligned;
@@ -48,7 +53,7 @@ Status GraphArena::EndEagerCall(cudaStream_t stream) {
   Status first;
   for (void* p : eager_blocks_) {
     cudaError_t err = cuda().FreeAsync(p, stream);
-    if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFreeAsync));
+    if (err != cudaSuccess && first.ok()) first = CudaResult(err, CudaCall::kFreeAsync);
   }
   eager_blocks_.clear();
   eager_call_bytes_ = 0;
@@ -70,7 +75,7 @@ Status GraphArena::AddSlab(size_t bytes, bool in_capture) {
     err = cuda().Malloc(&p, bytes);
   }
   if (err != cudaSuccess) {
-    return CudaStatus(err, CudaCallName(CudaCall::kMalloc), "graph memory slab of " + std::to_string(bytes) + " bytes");
+    return CudaResult(err, CudaCall::kMalloc, "graph memory slab of " + std::to_string(bytes) + " bytes");
   }
   ledger_.AddPending(capture_id_, p, bytes);
   return OkStatus();
@@ -99,7 +104,7 @@ StatusOr<void*> GraphArena::AllocateCapture(size_t bytes) {
   const std::vector<AllocationLedger::Block>& slabs = ledger_.blocks();
   while (cursor_slab_ < slabs.size()) {
     const AllocationLedger::Block& s = slabs[cursor_slab_];
-    if (cursor_offset_ + need <= s.bytes) {
+    if (need <= s.bytes - cursor_offset_) {  // cursor_offset_ <= s.bytes: no wrap
       void* p = static_cast<char*>(s.ptr) + cursor_offset_;
       cursor_offset_ += need;
       capture_used_ += need;
@@ -127,7 +132,7 @@ Status GraphArena::FreeSlabs(const std::vector<AllocationLedger::Block>& blocks)
   Status first;
   for (const AllocationLedger::Block& b : blocks) {
     cudaError_t err = cuda().Free(b.ptr);
-    if (err != cudaSuccess && first.ok()) first = CudaStatus(err, CudaCallName(CudaCall::kFree));
+    if (err != cudaSuccess && first.ok()) first = CudaResult(err, CudaCall::kFree);
   }
   return first;
 }

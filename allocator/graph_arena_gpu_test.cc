@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "encore/allocator/graph_arena.h"
 #include "encore/core/cuda_api.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/log_capture.h"
@@ -85,6 +87,18 @@ TEST_P(InjectedCaptureFailureTest, EagerResultNothingLeakedNothingFreedTwice) {
   for (int64_t i = 0; i < kN; ++i) x[i] = static_cast<float>(i);
   in.Upload(x);
   TensorRef ti{in.get(), DType::kFloat32, {kN}, {}}, to{out.get(), DType::kFloat32, {kN}, {}};
+  // A method that captures and replays first, in a manager of its own: the
+  // driver loads each kernel's module on its first use (lazy loading) and
+  // keeps that memory, which is not what this test looks for.
+  {
+    auto primer_mgr = Manager::Create(o);
+    ASSERT_TRUE(primer_mgr.ok());
+    auto primer = (*primer_mgr)->Register(ScratchMethod(fc.extra_in_capture));
+    ASSERT_TRUE(primer.ok());
+    for (int k = 0; k < 5; ++k) ASSERT_TRUE((*primer)->Run({&ti, 1}, {&to, 1}, s).ok());
+    ASSERT_GT((*primer)->Report().replays, 0);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   for (int k = 0; k < 2; ++k) ASSERT_TRUE((*m)->Run({&ti, 1}, {&to, 1}, s).ok());  // warmup
   const size_t before = UsedBytes();
   out.Fill(-1.0f);
@@ -185,6 +199,27 @@ TEST_F(GraphArenaGpuTest, ReleaseFreesGraphMemoryAndRecaptureReusesTheSameAmount
   MethodReport r = (*m)->Report();
   EXPECT_EQ(r.captures, 2);
   EXPECT_EQ(r.memory.reserved_bytes, reserved);
+}
+
+}  // namespace
+}  // namespace encore
+
+namespace encore {
+namespace {
+
+// A request near SIZE_MAX is out of memory, never an alignment that wraps
+// to a few bytes and hands back a pointer.
+TEST(GraphArenaSizeTest, AHugeRequestFailsInsteadOfWrapping) {
+  ENCORE_REQUIRE_GPU();
+  GraphArena arena;
+  ASSERT_TRUE(arena.BeginCapture(1, 0).ok());
+  StatusOr<void*> p = arena.AllocateCapture(std::numeric_limits<size_t>::max() - 3);
+  EXPECT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kResourceExhausted) << p.status();
+  ASSERT_TRUE(arena.AbortCapture().ok());
+  StatusOr<void*> e = arena.AllocateEager(std::numeric_limits<size_t>::max() - 3, nullptr);
+  EXPECT_FALSE(e.ok());
+  EXPECT_EQ(arena.stats().reserved_bytes, 0u);
 }
 
 }  // namespace

@@ -12,7 +12,21 @@ __global__ void AddOne(const float* in, float* out, int n) {
   if (i < n) out[i] = in[i] + 1.0f;
 }
 
+__global__ void StateStep(const float* in, const float* w, float* state, size_t chunk, float* out, int n) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < chunk; i += stride) {
+    state[i] = state[i] * 0.5f + w[i % 16384] + in[i % n];
+    if (i < static_cast<size_t>(n)) out[i] = in[i] + w[i];
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchStateStep(const float* in, const float* w, float* state, size_t chunk, float* out, int n,
+                            cudaStream_t s) {
+  StateStep<<<64, 256, 0, s>>>(in, w, state, chunk, out, n);
+  return cudaGetLastError();
+}
 
 cudaError_t LaunchSmallCopy(const void* src, void* dst, uint64_t bytes, cudaStream_t s) {
   SmallCopy<<<1, 256, 0, s>>>(static_cast<const char*>(src), static_cast<char*>(dst), bytes);

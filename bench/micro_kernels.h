@@ -16,6 +16,12 @@ cudaError_t LaunchAddOne(const float* in, float* out, int n, cudaStream_t s);
 // out += 1 (every kernel names the output).
 cudaError_t LaunchAddOneChain(const float* in, float* out, int n, int k, cudaStream_t s);
 
+// One kernel of capture_bench's model: state[i] = state[i] * 0.5 + w[i % 16384]
+// + in[i % n] over `chunk` floats of the state, and out[i] = in[i] + w[i] for
+// i < n.
+cudaError_t LaunchStateStep(const float* in, const float* w, float* state, size_t chunk, float* out, int n,
+                            cudaStream_t s);
+
 }  // namespace encore::bench
 
 #endif  // ENCORE_BENCH_MICRO_KERNELS_H_

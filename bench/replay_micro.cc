@@ -15,7 +15,7 @@
 #include "encore/bench/micro_kernels.h"
 #include "encore/core/cuda_api.h"
 #include "encore/encore.h"
-#include "encore/graph/staging.h"
+#include "graph/binding/internal/staging.h"
 
 namespace {
 

@@ -13,6 +13,8 @@
 //   bench/soak [--calls N]
 #include <cuda_runtime.h>
 #include <spdlog/spdlog.h>
+#include <malloc.h>
+#include <mcheck.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -49,7 +51,15 @@ struct Snapshot {
   size_t graph_reserved;
   size_t graph_live;
   long rss_kib;
+  size_t heap_in_use;  // malloc's bytes in use (mallinfo2): a leak shows here, arena slack in RSS only
+  size_t heap_free;    // bytes malloc holds free
 };
+
+Snapshot Take(const encore::MethodReport& r) {
+  const struct mallinfo2 mi = mallinfo2();
+  return Snapshot{DeviceUsed(), r.memory.reserved_bytes, r.memory.live_bytes, RssKiB(), mi.uordblks + mi.hblkhd,
+                  mi.fordblks};
+}
 
 }  // namespace
 
@@ -117,17 +127,29 @@ int main(int argc, char** argv) {
     if (i + 1 == 100000 || i + 1 == calls) {
       cudaStreamSynchronize(s);
       encore::MethodReport r = (*m)->Report();
-      Snapshot now{DeviceUsed(), r.memory.reserved_bytes, r.memory.live_bytes, RssKiB()};
-      std::printf("soak: after %ld calls: device used %zu B, graph reserved %zu B, graph live %zu B, RSS %ld KiB; "
-                  "captures %lld, recaptures %lld, updates in place %lld, replays %lld\n",
-                  i + 1, now.device_used, now.graph_reserved, now.graph_live, now.rss_kib,
+      Snapshot now = Take(r);
+      std::printf("soak: after %ld calls: device used %zu B, graph reserved %zu B, graph live %zu B, RSS %ld KiB, "
+                  "heap in use %zu B, heap free %zu B; captures %lld, recaptures %lld, updates in place %lld, "
+                  "replays %lld\n",
+                  i + 1, now.device_used, now.graph_reserved, now.graph_live, now.rss_kib, now.heap_in_use, now.heap_free,
                   static_cast<long long>(r.captures), static_cast<long long>(r.recaptures),
                   static_cast<long long>(r.updates_in_place), static_cast<long long>(r.replays));
-      if (i + 1 == 100000) warm = now;
+      if (i + 1 == 100000) {
+        warm = now;
+        // A heap profile of what the rest of the run allocates and never
+        // frees: with MALLOC_TRACE set (and glibc's malloc debug library
+        // preloaded), every malloc and free from here on, with its caller.
+        if (std::getenv("MALLOC_TRACE") != nullptr) mtrace();
+      }
     }
   }
+  if (std::getenv("MALLOC_TRACE") != nullptr) muntrace();
+  if (const char* maps = std::getenv("SOAK_MAPS")) {  // where each caller address lives
+    std::ifstream in("/proc/self/maps");
+    std::ofstream(maps) << in.rdbuf();
+  }
   encore::MethodReport r = (*m)->Report();
-  Snapshot end{DeviceUsed(), r.memory.reserved_bytes, r.memory.live_bytes, RssKiB()};
+  Snapshot end = Take(r);
   const long rss_slack_kib = (calls - 100000) / 100000 * (sysconf(_SC_PAGESIZE) / 1024);
   const bool grew = calls > 100000 && (end.device_used != warm.device_used || end.graph_reserved != warm.graph_reserved ||
                                        end.graph_live != warm.graph_live || end.rss_kib - warm.rss_kib > rss_slack_kib);

@@ -18,14 +18,14 @@ cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptu
 
 namespace {
 
-// The driver's `symbol` at the ABI of CUDA 12.4 (the first with the
-// parameter-info calls), or null when the driver lacks it.
+// The driver's `symbol` at the ABI of CUDA `version` (12.4 by default, the
+// first with the parameter-info calls), or null when the driver lacks it.
 template <class Fn>
-Fn DriverEntryPoint(const char* symbol) {
+Fn DriverEntryPoint(const char* symbol, int version = 12040) {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
-  cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, &fn, 12040, cudaEnableDefault, &found);
+  cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, &fn, version, cudaEnableDefault, &found);
 #else
   cudaError_t err = cudaGetDriverEntryPoint(symbol, &fn, cudaEnableDefault, &found);
 #endif
@@ -51,6 +51,23 @@ cudaError_t encore_cuFuncGetParamInfo(CUfunction func, size_t index, size_t* off
   return fn ? FromDriver(fn(func, index, offset, size)) : cudaErrorNotSupported;
 }
 
+cudaError_t encore_cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
+  static const auto fn = DriverEntryPoint<CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr)>("cuMemGetAddressRange");
+  return fn ? FromDriver(fn(base, size, ptr)) : cudaErrorNotSupported;
+}
+
+// Newer drivers only (not in CUDA 13.0's headers): without it the scan
+// finds a function's parameter count from where cuFuncGetParamInfo stops.
+cudaError_t encore_cuFuncGetParamCount(CUfunction func, size_t* count) {
+  static const auto fn = DriverEntryPoint<CUresult (*)(CUfunction, size_t*)>("cuFuncGetParamCount", 13010);
+  return fn ? FromDriver(fn(func, count)) : cudaErrorNotSupported;
+}
+
+cudaError_t encore_cuKernelGetParamCount(CUkernel kernel, size_t* count) {
+  static const auto fn = DriverEntryPoint<CUresult (*)(CUkernel, size_t*)>("cuKernelGetParamCount", 13010);
+  return fn ? FromDriver(fn(kernel, count)) : cudaErrorNotSupported;
+}
+
 cudaError_t encore_cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t* offset, size_t* size) {
   static const auto fn = DriverEntryPoint<CUresult (*)(CUkernel, size_t, size_t*, size_t*)>("cuKernelGetParamInfo");
   return fn ? FromDriver(fn(kernel, index, offset, size)) : cudaErrorNotSupported;
@@ -66,6 +83,81 @@ cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGrap
 cudaError_t encore_cuGraphKernelNodeSetParams(cudaGraphNode_t node, const CUDA_KERNEL_NODE_PARAMS* params) {
   static const auto fn =
       DriverEntryPoint<CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*)>("cuGraphKernelNodeSetParams");
+  return fn ? FromDriver(fn(node, params)) : cudaErrorNotSupported;
+}
+
+cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status, cudaGraph_t* graph,
+                                            const cudaGraphNode_t** deps, size_t* num_deps) {
+#if CUDART_VERSION >= 13000
+  return cudaStreamGetCaptureInfo(stream, status, nullptr, graph, deps, nullptr, num_deps);
+#elif CUDART_VERSION >= 12030
+  return cudaStreamGetCaptureInfo_v3(stream, status, nullptr, graph, deps, nullptr, num_deps);
+#else
+  return cudaStreamGetCaptureInfo_v2(stream, status, nullptr, graph, deps, num_deps);
+#endif
+}
+
+// Conditional nodes came with CUDA 12.4's runtime (12.3's driver had them
+// first); encore's minimum toolkit is 12.4, so the #else branches only keep
+// an older header building.
+cudaError_t encore_cudaGraphConditionalHandleCreate(unsigned long long* handle, cudaGraph_t graph,
+                                                    unsigned int default_value, unsigned int flags) {
+#if CUDART_VERSION >= 12040
+  return cudaGraphConditionalHandleCreate(handle, graph, default_value, flags);
+#else
+  (void)handle, (void)graph, (void)default_value, (void)flags;
+  return cudaErrorNotSupported;
+#endif
+}
+
+cudaError_t encore_cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                    size_t num_deps, cudaGraphNodeParams* params) {
+#if CUDART_VERSION >= 13000
+  return cudaGraphAddNode(node, graph, deps, nullptr, num_deps, params);
+#elif CUDART_VERSION >= 12040
+  return cudaGraphAddNode(node, graph, deps, num_deps, params);
+#else
+  (void)node, (void)graph, (void)deps, (void)num_deps, (void)params;
+  return cudaErrorNotSupported;
+#endif
+}
+
+cudaError_t encore_cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* deps, size_t num_deps,
+                                                       unsigned int flags) {
+#if CUDART_VERSION >= 13000
+  return cudaStreamUpdateCaptureDependencies(stream, deps, nullptr, num_deps, flags);
+#else
+  return cudaStreamUpdateCaptureDependencies(stream, deps, num_deps, flags);
+#endif
+}
+
+cudaError_t encore_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                                 size_t num_deps, cudaStreamCaptureMode mode) {
+#if CUDART_VERSION >= 12040
+  return cudaStreamBeginCaptureToGraph(stream, graph, deps, nullptr, num_deps, mode);
+#else
+  (void)stream, (void)graph, (void)deps, (void)num_deps, (void)mode;
+  return cudaErrorNotSupported;
+#endif
+}
+
+cudaError_t encore_cuGraphNodeGetParams(cudaGraphNode_t node, CUgraphNodeParams* params) {
+  // Asked for at 13.2's ABI, the first with the call: a 13.0 or 13.1 driver
+  // answers "not found" and a query that fails leaves null.
+  static const auto fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    cudaError_t err = cudaGetDriverEntryPointByVersion("cuGraphNodeGetParams", &p, 13020, cudaEnableDefault, &found);
+#else
+    cudaError_t err = cudaGetDriverEntryPoint("cuGraphNodeGetParams", &p, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<CUresult (*)(CUgraphNode, CUgraphNodeParams*)>(p);
+  }();
   return fn ? FromDriver(fn(node, params)) : cudaErrorNotSupported;
 }
 
@@ -174,15 +266,17 @@ std::atomic<const CudaApi*> g_cuda_api{&kReal};
 
 const CudaApi& RealCudaApi() { return kReal; }
 
-namespace internal {
-Status CudaCallFailed(cudaError_t err, CudaCall call) {
-  // The error is encore's and is returned now: take it out of the thread's
-  // last-error slot too, so the application's next error check (or its
-  // method's launch check) does not read it as its own.
-  (void)cuda().GetLastError();
-  return CudaStatus(err, CudaCallName(call));
+Status CudaResult(cudaError_t err, CudaCall call, std::string_view context) {
+  if (err == cudaSuccess) return OkStatus();
+  ClearCudaError();
+  return CudaStatus(err, CudaCallName(call), context);
 }
-}  // namespace internal
+
+Status LaunchResult(cudaError_t err, std::string_view what, std::string_view context) {
+  return CudaStatus(err, what, context);
+}
+
+void ClearCudaError() { (void)cuda().GetLastError(); }
 
 std::string_view CudaCallName(CudaCall call) {
   int i = static_cast<int>(call);

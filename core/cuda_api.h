@@ -95,7 +95,23 @@
   X(DriverGraphExecKernelNodeSetParams, encore_cuGraphExecKernelNodeSetParams,               \
     (cudaGraphExec_t, cudaGraphNode_t, const CUDA_KERNEL_NODE_PARAMS*))                      \
   X(DriverGraphKernelNodeSetParams, encore_cuGraphKernelNodeSetParams,                       \
-    (cudaGraphNode_t, const CUDA_KERNEL_NODE_PARAMS*))
+    (cudaGraphNode_t, const CUDA_KERNEL_NODE_PARAMS*))                                       \
+  X(DriverFuncGetParamCount, encore_cuFuncGetParamCount, (CUfunction, size_t*))              \
+  X(DriverKernelGetParamCount, encore_cuKernelGetParamCount, (CUkernel, size_t*))            \
+  X(DriverMemGetAddressRange, encore_cuMemGetAddressRange, (CUdeviceptr*, size_t*, CUdeviceptr)) \
+  X(RuntimeGetVersion, cudaRuntimeGetVersion, (int*))                                        \
+  X(DriverGetVersion, cudaDriverGetVersion, (int*))                                          \
+  X(StreamGetCaptureGraph, encore_cudaStreamGetCaptureInfo,                                  \
+    (cudaStream_t, cudaStreamCaptureStatus*, cudaGraph_t*, const cudaGraphNode_t**, size_t*)) \
+  X(GraphConditionalHandleCreate, encore_cudaGraphConditionalHandleCreate,                   \
+    (unsigned long long*, cudaGraph_t, unsigned int, unsigned int))                          \
+  X(GraphAddNode, encore_cudaGraphAddNode,                                                   \
+    (cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaGraphNodeParams*))    \
+  X(StreamUpdateCaptureDependencies, encore_cudaStreamUpdateCaptureDependencies,             \
+    (cudaStream_t, cudaGraphNode_t*, size_t, unsigned int))                                  \
+  X(StreamBeginCaptureToGraph, encore_cudaStreamBeginCaptureToGraph,                         \
+    (cudaStream_t, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaStreamCaptureMode))      \
+  X(DriverGraphNodeGetParams, encore_cuGraphNodeGetParams, (cudaGraphNode_t, CUgraphNodeParams*))
 
 // Driver calls that direct binding needs (CUDA 12.4+ drivers), reached
 // through the runtime's driver entry points so that nothing links libcuda (a
@@ -106,6 +122,9 @@
 cudaError_t encore_cuGraphKernelNodeGetParams(cudaGraphNode_t node, CUDA_KERNEL_NODE_PARAMS* params);
 cudaError_t encore_cuFuncGetParamInfo(CUfunction func, size_t index, size_t* offset, size_t* size);
 cudaError_t encore_cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t* offset, size_t* size);
+cudaError_t encore_cuFuncGetParamCount(CUfunction func, size_t* count);
+cudaError_t encore_cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr ptr);
+cudaError_t encore_cuKernelGetParamCount(CUkernel kernel, size_t* count);
 cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const CUDA_KERNEL_NODE_PARAMS* params);
 cudaError_t encore_cuGraphKernelNodeSetParams(cudaGraphNode_t node, const CUDA_KERNEL_NODE_PARAMS* params);
@@ -114,6 +133,28 @@ cudaError_t encore_cuGraphKernelNodeSetParams(cudaGraphNode_t node, const CUDA_K
 // for every CUDA version (the runtime's own signature changed in 13.0).
 cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
                                             const cudaGraphNode_t** deps, size_t* num_deps);
+
+// The same with the graph being captured into (the capture's own graph, or
+// the graph given to cudaStreamBeginCaptureToGraph).
+cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status, cudaGraph_t* graph,
+                                            const cudaGraphNode_t** deps, size_t* num_deps);
+
+// Conditional nodes (graph/control/): one signature for every CUDA version,
+// without the edge data that CUDA 12.3 added in _v2 variants and 13.0 folded
+// into the plain names (encore's edges are all default ones). Built against
+// headers older than 12.4 they return cudaErrorNotSupported.
+cudaError_t encore_cudaGraphConditionalHandleCreate(unsigned long long* handle, cudaGraph_t graph,
+                                                    unsigned int default_value, unsigned int flags);
+cudaError_t encore_cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                    size_t num_deps, cudaGraphNodeParams* params);
+cudaError_t encore_cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* deps, size_t num_deps,
+                                                       unsigned int flags);
+cudaError_t encore_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                                 size_t num_deps, cudaStreamCaptureMode mode);
+// cuGraphNodeGetParams, which drivers of CUDA 13.2 and later have (the only
+// way to read a conditional node's body graphs back); cudaErrorNotSupported
+// from older drivers.
+cudaError_t encore_cuGraphNodeGetParams(cudaGraphNode_t node, CUgraphNodeParams* params);
 
 namespace encore {
 
@@ -144,11 +185,18 @@ inline const CudaApi& cuda() {
 }
 const CudaApi& RealCudaApi();
 
-namespace internal {
-// ENCORE_CUDA_CALL's failure path: clears the thread's last-error slot and
-// returns the Status naming `call`.
-Status CudaCallFailed(cudaError_t err, CudaCall call);
-}  // namespace internal
+// The one way library code turns a CUDA runtime result into a Status: OK
+// for cudaSuccess; otherwise the error is taken out of the thread's
+// last-error slot (it is encore's, and it is reported, so the application's
+// next error check must not read it as its own) and the Status names `call`,
+// with `context` appended. ENCORE_CUDA_CALL uses it.
+[[nodiscard]] Status CudaResult(cudaError_t err, CudaCall call, std::string_view context = {});
+// The same for a kernel launch, whose error the launcher already read back
+// with GetLastError (which emptied the slot); `what` names the kernel.
+[[nodiscard]] Status LaunchResult(cudaError_t err, std::string_view what, std::string_view context = {});
+// Empties the thread's last-error slot after a failure encore handles
+// itself (a fallback that makes the failed call's error no one's).
+void ClearCudaError();
 
 // Counts every call through the seam while alive and fails the calls it is
 // told to. One injector at a time, per process; tests only.
@@ -185,7 +233,7 @@ class CudaFaultInjector {
   do {                                                                                                 \
     cudaError_t encore_cuda_err_ = ::encore::cuda().Name(__VA_ARGS__);                                  \
     if (encore_cuda_err_ != cudaSuccess)                                                               \
-      return ::encore::internal::CudaCallFailed(encore_cuda_err_, ::encore::CudaCall::k##Name);        \
+      return ::encore::CudaResult(encore_cuda_err_, ::encore::CudaCall::k##Name);                      \
   } while (0)
 
 #endif  // ENCORE_CORE_CUDA_API_H_

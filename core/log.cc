@@ -27,38 +27,10 @@ bool NeedsQuotes(std::string_view v) {
   return false;
 }
 
-void AppendQuoted(std::string& out, std::string_view v) {
-  out += '"';
-  out += JsonEscape(v);
-  out += '"';
-}
+void AppendQuoted(std::string& out, std::string_view v) { out += JsonQuoted(v); }
 
 }  // namespace
 
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
-}
 
 std::string FormatEvent(LogFormat format, std::string_view event, std::span<const LogField> fields) {
   std::string out;

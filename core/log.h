@@ -27,6 +27,7 @@
 #include <chrono>
 
 #include "encore/core/log_format.h"
+#include "encore/core/text.h"
 
 namespace encore {
 
@@ -61,7 +62,6 @@ struct LogField {
 // with spaces, quotes, '=' or control characters are double-quoted and escaped.
 // JSON: {"event":"capture_failed","method":"forward",...}.
 std::string FormatEvent(LogFormat format, std::string_view event, std::span<const LogField> fields);
-std::string JsonEscape(std::string_view s);
 LogFormat LogFormatFromEnv();
 // "2026-12-01T10:00:00.123456Z": UTC, microseconds; the "ts" of JSON lines.
 std::string FormatTimestamp(std::chrono::system_clock::time_point t);

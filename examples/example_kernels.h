@@ -34,6 +34,33 @@ cudaError_t LaunchSoftmaxRows(const float* x, float* p, int rows, int cols, cuda
 // *ok = every row of p sums to 1 within `tol` (false for NaN).
 cudaError_t LaunchRowsSumToOne(const float* p, int rows, int cols, float tol, bool* ok, cudaStream_t s);
 
+// Attention's shape without its arithmetic: the batch's `tokens` rows are
+// `nseq` sequences whose lengths live on the device (they change on every
+// call), and a[r, :] = the mean of h over the rows of r's sequence up to r.
+// `dim` <= 1024.
+cudaError_t LaunchRaggedMean(const float* h, const int* lengths, int nseq, float* a, int tokens, int dim,
+                             cudaStream_t s);
+
+// A toy decoder over a vocabulary of `vocab` tokens (<= 1024) with
+// embeddings emb[vocab, d]. State on the device: *token (the last token),
+// *pos (tokens generated so far), *more (whether to generate another).
+// DecodeStart sets *token = *prompt, *pos = 0, *more = limit > 0.
+// DecodeNext picks the next token as the argmax over v of emb[v] . emb[token]
+// plus a hash of (v, pos, *prompt) (ties to the smaller v), writes it to
+// tokens[pos], increments *pos, and sets *more = token != end && pos < limit.
+cudaError_t LaunchDecodeStart(const int* prompt, int* token, int* pos, bool* more, int limit, cudaStream_t s);
+cudaError_t LaunchDecodeNext(const float* emb, int vocab, int d, const int* prompt, int* token, int* pos,
+                             bool* more, int* tokens, int end, int limit, cudaStream_t s);
+
+// Conjugate gradients on A x = b (A n x n, symmetric positive definite,
+// n <= 1024), one block. cg holds x, r, p (n floats each) and rs = r . r.
+// CgStart sets x = 0, r = p = b, rs, and *more = rs > tol^2. CgStep does one
+// iteration and sets *more = rs > tol^2; *iterations counts them.
+cudaError_t LaunchCgStart(const float* b, int n, float* x, float* r, float* p, float* rs, bool* more, float tol,
+                          int* iterations, cudaStream_t s);
+cudaError_t LaunchCgStep(const float* a, int n, float* x, float* r, float* p, float* rs, bool* more, float tol,
+                         int* iterations, cudaStream_t s);
+
 }  // namespace encore::examples
 
 #endif  // ENCORE_EXAMPLES_EXAMPLE_KERNELS_H_

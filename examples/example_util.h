@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the examples share: the "no GPU" exit, fail-fast checks, a typed device
-// array, a logger that also keeps its lines, and a clock.
+// What the examples share: the "no GPU" exit and fail-fast checks
+// (example_checks.h), a typed device array, a logger that also keeps its
+// lines, and a clock.
 #ifndef ENCORE_EXAMPLES_EXAMPLE_UTIL_H_
 #define ENCORE_EXAMPLES_EXAMPLE_UTIL_H_
 
@@ -18,49 +19,9 @@
 #include <vector>
 
 #include "encore/encore.h"
+#include "encore/examples/example_checks.h"
 
 namespace encore::examples {
-
-// The exit code of a program that cannot run here: no GPU. tools/gpu_suite.sh
-// counts it as skipped; ./run_example passes it on (non-zero).
-constexpr int kNoGpu = 77;
-
-// 0 when a CUDA device is visible; otherwise says why on stderr and returns
-// kNoGpu, for `if (int rc = RequireGpu("quickstart")) return rc;`.
-inline int RequireGpu(const char* program) {
-  int n = 0;
-  cudaError_t err = cudaGetDeviceCount(&n);
-  if (err == cudaSuccess && n > 0) return 0;
-  std::fprintf(stderr, "encore: no CUDA device visible (cudaGetDeviceCount: %s); %s needs a GPU, exiting with %d\n",
-               err == cudaSuccess ? "0 devices" : cudaGetErrorName(err), program, kNoGpu);
-  return kNoGpu;
-}
-
-[[noreturn]] inline void Fail(const std::string& what) {
-  std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-  std::exit(1);
-}
-
-inline void Expect(bool ok, const std::string& what) {
-  if (!ok) Fail(what);
-}
-
-inline void CheckCuda(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) Fail(std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
-}
-
-inline void CheckOk(const Status& s, const char* what) {
-  if (!s.ok()) Fail(std::string(what) + ": " + s.ToString());
-}
-
-template <class T>
-T CheckOk(StatusOr<T> v, const char* what) {
-  if (!v.ok()) Fail(std::string(what) + ": " + v.status().ToString());
-  return *std::move(v);
-}
-
-#define EX_CUDA(expr) ::encore::examples::CheckCuda((expr), #expr)
-#define EX_OK(expr) ::encore::examples::CheckOk((expr), #expr)
 
 // n values of T in device memory.
 template <class T>
@@ -152,6 +113,17 @@ inline void PrintReport(const Method& m) {
                 BucketsText(r.buckets).c_str(), r.flags.buckets.empty() ? "learned" : "listed",
                 static_cast<long long>(r.bucket_changes), static_cast<long long>(r.real_rows),
                 static_cast<long long>(r.padded_rows), rows > 0 ? 100.0 * r.padded_rows / rows : 0.0);
+  }
+  for (const auto& [reason, calls] : r.eager_by_reason) {
+    std::printf("  eager because %s: %lld calls\n", reason.c_str(), static_cast<long long>(calls));
+  }
+  for (size_t i = 0; i < r.pieces.size(); ++i) {
+    const PieceReport& p = r.pieces[i];
+    std::string stages;
+    for (const std::string& name : p.stages) stages += (stages.empty() ? "" : ",") + name;
+    std::printf("  piece %zu       [%s] %s, %zu nodes, %lld replays%s%s\n", i + 1, stages.c_str(),
+                p.graphed ? "graph" : "eager", p.graph_nodes, static_cast<long long>(p.replays),
+                p.reason.empty() ? "" : "; ", p.reason.c_str());
   }
 }
 

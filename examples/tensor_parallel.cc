@@ -25,7 +25,7 @@
 
 #include "encore/encore.h"
 #include "encore/examples/example_util.h"
-#include "encore/policy/nccl_consensus.h"
+#include "encore/interop/nccl/nccl_consensus.h"
 #include "encore/tests/test_kernels.h"
 
 namespace ex = encore::examples;

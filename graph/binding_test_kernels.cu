@@ -65,4 +65,16 @@ cudaError_t CubSum(const float* in, float* out, int64_t n, void* temp, size_t* t
   return cub::DeviceReduce::Sum(temp, *temp_bytes, in, out, static_cast<int>(n), s);
 }
 
+namespace {
+__global__ void DoubleOnlyHere(const float* in, float* out, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = 2.0f * in[i];
+}
+}  // namespace
+
+cudaError_t LaunchDoubleOnlyHere(const float* in, float* out, int64_t n, cudaStream_t s) {
+  DoubleOnlyHere<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(in, out, n);
+  return cudaGetLastError();
+}
+
 }  // namespace encore::testing

@@ -21,6 +21,10 @@ cudaError_t LaunchStructAffine(AffineArgs args, cudaStream_t s);
 // out[i] += in[i], `in` passed as two 32-bit halves: no word holds it.
 cudaError_t LaunchAddFromHalves(const float* in, float* out, int64_t n, cudaStream_t s);
 // out[0] = 0, out[i] = in[i - 1]: all zeros when done in place.
+// out[i] = 2 * in[i], by a kernel no other test launches: its parameter
+// layout is read (and kept) the first time a scan meets it, so a test can
+// fail that read.
+cudaError_t LaunchDoubleOnlyHere(const float* in, float* out, int64_t n, cudaStream_t s);
 cudaError_t LaunchShiftRight(const float* in, float* out, int64_t n, cudaStream_t s);
 // out[i] = in[i] after every thread has waited `ns` nanoseconds: a launch
 // slow enough that two launches on two streams would overlap.

@@ -30,7 +30,7 @@
 
 #include "encore/core/cuda_error.h"
 #include "encore/graph/manager.h"
-#include "encore/policy/nccl_consensus.h"
+#include "encore/interop/nccl/nccl_consensus.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/log_capture.h"
 #include "encore/tests/process_util.h"

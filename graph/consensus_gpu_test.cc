@@ -19,7 +19,7 @@
 #include "encore/core/cuda_error.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/graph/manager.h"
-#include "encore/policy/nccl_consensus.h"
+#include "encore/interop/nccl/nccl_consensus.h"
 #include "encore/policy/rank_consensus.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/affine_call.h"

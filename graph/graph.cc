@@ -41,7 +41,7 @@ Status GraphExec::Update(const Graph& graph) {
   // A refused update leaves a sticky-looking error behind in cudart's
   // last-error slot; clear it so the caller's own cudaGetLastError stays clean.
   (void)cuda().GetLastError();
-  return CudaStatus(err, CudaCallName(CudaCall::kGraphExecUpdate),
+  return CudaResult(err, CudaCall::kGraphExecUpdate,
                     "update result " + std::to_string(static_cast<int>(info.result)));
 }
 

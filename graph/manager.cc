@@ -7,8 +7,10 @@
 
 #include "encore/allocator/memory_budget.h"
 #include "encore/core/log.h"
+#include "encore/policy/internal/flag_table.h"
+#include "encore/policy/internal/flags_text.h"
 #include "encore/version.h"
-#include "graph/graph_dump.h"  // private to graph/
+#include "graph/capture/internal/graph_dump.h"
 
 namespace encore {
 
@@ -27,10 +29,11 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options) {
     return InvalidArgumentError(source + ": " + std::string(parsed.status().message()));
   }
   if (options.graph_dump_dir.empty()) options.graph_dump_dir = GraphDumpDirFromEnv();
-  return std::unique_ptr<Manager>(new Manager(std::move(options), *std::move(parsed)));
+  return std::unique_ptr<Manager>(
+      new Manager(std::move(options), std::make_unique<const FlagsText>(*std::move(parsed))));
 }
 
-Manager::Manager(ManagerOptions options, FlagsText text)
+Manager::Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text)
     : options_(std::move(options)), flags_text_(std::move(text)),
       log_(std::make_shared<const EventLog>(options_.logger, options_.log_format)),
       budget_(std::make_shared<MemoryBudget>(options_.graph_memory_budget)) {}
@@ -44,22 +47,21 @@ Manager::~Manager() {
 
 StatusOr<Method*> Manager::Register(MethodSpec spec) {
   if (spec.name.empty()) return InvalidArgumentError("Register: the method name is empty");
-  if (!spec.fn) return InvalidArgumentError("Register: method '" + spec.name + "' has no fn");
+  ENCORE_RETURN_IF_ERROR(ValidateMethodBody(spec));
   if (spec.constants) {
     if (Status s = ValidateConstants(spec.name, *spec.constants); !s.ok()) {
       return InvalidArgumentError("Register: " + std::string(s.message()));
     }
   }
-  MethodFlags flags = flags_text_.Resolve(spec.name, spec.flags.value_or(options_.defaults));
+  MethodFlags flags = flags_text_->Resolve(spec.name, spec.flags.value_or(options_.defaults));
   ENCORE_RETURN_IF_ERROR(ValidateMethodFlags(flags, "Register: method '" + spec.name + "'"));
 
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (methods_.count(spec.name)) {
     return AlreadyExistsError("Register: a method named '" + spec.name + "' is already registered");
   }
-  auto method = std::unique_ptr<Method>(new Method(spec.name, std::move(spec.fn), std::move(spec.constants), flags,
-                                                   log_, [this] { NoteUnregisteredFlagNames(); }, options_.consensus,
-                                                   options_.graph_dump_dir, budget_));
+  auto method = std::unique_ptr<Method>(new Method(std::move(spec), flags, log_, [this] { NoteUnregisteredFlagNames(); },
+                                                   options_.consensus, options_.graph_dump_dir, budget_));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_->Info("registered", {{"method", raw->name()},
@@ -85,7 +87,7 @@ std::vector<std::string> Manager::UnregisteredFlagNames() const {
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (const auto& [name, m] : methods_) known.push_back(name);
   }
-  return flags_text_.UnknownMethods(known);
+  return flags_text_->UnknownMethods(known);
 }
 
 void Manager::NoteUnregisteredFlagNames() {

@@ -27,6 +27,7 @@ class logger;
 namespace encore {
 
 class EventLog;
+class FlagsText;
 class MemoryBudget;
 
 struct ManagerOptions {
@@ -86,14 +87,16 @@ class Manager {
   static constexpr int kReportSchemaVersion = 1;
 
  private:
-  Manager(ManagerOptions options, FlagsText text);
+  Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text);
   // The flags-text names no registered method has, each once.
   std::vector<std::string> UnregisteredFlagNames() const;
   // Called by every method's first Run; logs once.
   void NoteUnregisteredFlagNames();
 
   const ManagerOptions options_;
-  const FlagsText flags_text_;
+  // The parser is private to encore (policy/internal/flags_text.h), so the
+  // parsed text is held through a pointer to a type this header only names.
+  const std::unique_ptr<const FlagsText> flags_text_;
   const std::shared_ptr<const EventLog> log_;
   const std::shared_ptr<MemoryBudget> budget_;
   mutable std::shared_mutex mu_;

@@ -5,7 +5,11 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/log.h"
-#include "graph/method_instance.h"  // private to graph/
+#include "graph/engine/internal/method_instance.h"
+#include "graph/instance/internal/constant_set.h"
+#include "graph/instance/internal/graphs_switch.h"
+#include "graph/instance/internal/method_body.h"
+#include "graph/internal/messages.h"
 
 namespace encore {
 
@@ -19,28 +23,19 @@ Status ValidateConstants(std::string_view method, const std::vector<Constant>& c
   return OkStatus();
 }
 
-std::string_view CallKindName(CallKind k) {
-  switch (k) {
-    case CallKind::kEager: return "eager";
-    case CallKind::kWarmup: return "warmup";
-    case CallKind::kCapture: return "capture";
-  }
-  return "unknown";
-}
 
-Method::Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
-               std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
-               std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir,
-               std::shared_ptr<MemoryBudget> budget)
-    : name_(std::move(name)),
-      fn_(std::move(fn)),
+Method::Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log,
+               std::function<void()> on_first_run, std::shared_ptr<RankConsensus> consensus,
+               std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget)
+    : name_(spec.name),
+      stages_(MethodBody::Of(spec).stages()),
       flags_(flags),
       log_(std::move(log)),
       on_first_run_(std::move(on_first_run)),
       consensus_(std::move(consensus)),
       graph_dump_dir_(std::move(graph_dump_dir)),
       budget_(std::move(budget)),
-      constants_(std::move(constants)) {}
+      constants_(std::make_shared<ConstantSet>(std::move(spec.constants))) {}
 
 namespace {
 
@@ -80,21 +75,21 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
   int device = 0;
   ENCORE_CUDA_CALL(GetDevice, &device);
   if (device < 0 || device >= kMaxDevices) {
-    return OutOfRangeError("method '" + name_ + "': device " + std::to_string(device) + " is beyond the " +
+    return OutOfRangeError(MethodQuoted(name_) + ": device " + std::to_string(device) + " is beyond the " +
                            std::to_string(kMaxDevices) + " devices encore supports");
   }
   if (MethodInstance* m = by_device_[device].load(std::memory_order_acquire)) return m;
   std::lock_guard<std::mutex> lock(mu_);
   if (MethodInstance* m = by_device_[device].load(std::memory_order_relaxed)) return m;
-  instances_.push_back(std::make_unique<MethodInstance>(name_, fn_, constants_, flags_, *log_, consensus_, device,
-                                                        graph_dump_dir_, budget_));
+  instances_.push_back(std::make_unique<MethodInstance>(
+      InstanceSpec{name_, MethodBody(stages_), constants_, flags_, *log_, consensus_, device, graph_dump_dir_, budget_}));
   MethodInstance* m = instances_.back().get();
   by_device_[device].store(m, std::memory_order_release);
   if (instances_.size() > 1) log_->Info("new_device", {{"method", name_}, {"device", device}});
   return m;
 }
 
-Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
+void Method::NoteFirstRun() {
   // Racing first calls may both run the hook; it is idempotent (the
   // Manager's runs under call_once). Not under mu_: the hook takes the
   // Manager's lock, which Report callers take before mu_.
@@ -102,30 +97,31 @@ Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef>
     if (on_first_run_) on_first_run_();
     first_run_done_.store(true, std::memory_order_relaxed);
   }
+}
+
+Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
+  NoteFirstRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Run(inputs, outputs, stream);
 }
 
 Status Method::Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                           cudaStream_t stream) {
-  if (!first_run_done_.load(std::memory_order_relaxed)) {
-    if (on_first_run_) on_first_run_();
-    first_run_done_.store(true, std::memory_order_relaxed);
-  }
+  NoteFirstRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Precapture(inputs, outputs, stream);
 }
 
 Status Method::Release() {
   std::lock_guard<std::mutex> lock(mu_);
-  return ReleaseInstances(nullptr);
+  return ReleaseInstances();
 }
 
-Status Method::ReleaseInstances(const std::vector<Constant>* new_constants) {
+Status Method::ReleaseInstances() {
   Status first;
   for (auto& m : instances_) {
     DeviceGuard guard(m->device());
-    Status s = new_constants ? m->Release(*new_constants) : m->Release();
+    Status s = m->Release();
     if (first.ok()) first = s;
   }
   return first;
@@ -134,8 +130,8 @@ Status Method::ReleaseInstances(const std::vector<Constant>* new_constants) {
 Status Method::Release(std::vector<Constant> new_constants) {
   ENCORE_RETURN_IF_ERROR(ValidateConstants(name_, new_constants));
   std::lock_guard<std::mutex> lock(mu_);
-  constants_ = new_constants;
-  return ReleaseInstances(&new_constants);
+  constants_->Set(std::move(new_constants));
+  return ReleaseInstances();
 }
 
 Status Method::Synchronize(cudaStream_t stream) {

@@ -22,36 +22,16 @@
 #include "encore/core/tensor.h"
 #include "encore/graph/call.h"
 #include "encore/graph/method_report.h"
+#include "encore/graph/method_spec.h"
 #include "encore/policy/method_flags.h"
 
 namespace encore {
-
-// A device buffer whose address stays fixed for a graph's life: weights, and
-// state a method updates in place (a KV cache, a counter).
-struct Constant {
-  std::string name;
-  const void* data = nullptr;
-  size_t bytes = 0;
-};
-
-using MethodFn = std::function<Status(Call&)>;
-
-// InvalidArgument naming the first constant with a null address.
-Status ValidateConstants(std::string_view method, const std::vector<Constant>& constants);
-
-struct MethodSpec {
-  std::string name;
-  MethodFn fn;
-  // nullopt: the method cannot list its constants.
-  std::optional<std::vector<Constant>> constants;
-  // nullopt: the manager's defaults, overridden by the flags text.
-  std::optional<MethodFlags> flags;
-};
 
 class EventLog;
 class Manager;
 class MemoryBudget;
 class MethodInstance;
+class ConstantSet;
 class RankConsensus;
 
 // A method is run per device: the first call on a device makes that
@@ -98,17 +78,17 @@ class Method {
   friend class Manager;
   static constexpr int kMaxDevices = 64;
 
-  Method(std::string name, MethodFn fn, std::optional<std::vector<Constant>> constants, MethodFlags flags,
-         std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
-         std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir,
-         std::shared_ptr<MemoryBudget> budget);
+  Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
+         std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget);
+  // Runs the first-run hook once (racing first calls may both run it; it is
+  // idempotent).
+  void NoteFirstRun();
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
-  // Releases every device's instance, handing it `new_constants` if given.
-  // Called with mu_ held.
-  Status ReleaseInstances(const std::vector<Constant>* new_constants);
+  // Releases every device's instance. Called with mu_ held.
+  Status ReleaseInstances();
 
   const std::string name_;
-  const MethodFn fn_;
+  const std::vector<Stage> stages_;  // the body; a method given as one fn has one stage
   const MethodFlags flags_;
   const std::shared_ptr<const EventLog> log_;
   const std::function<void()> on_first_run_;
@@ -118,8 +98,9 @@ class Method {
   // Set once on_first_run_ has run, so a replay pays one relaxed load for it.
   std::atomic<bool> first_run_done_{false};
 
-  mutable std::mutex mu_;  // guards constants_ and instances_
-  std::optional<std::vector<Constant>> constants_;
+  // The constants, shared with every instance: the one place they live.
+  const std::shared_ptr<ConstantSet> constants_;
+  mutable std::mutex mu_;  // guards instances_
   std::vector<std::unique_ptr<MethodInstance>> instances_;  // in order of first use
   // Lock-free lookup on the replay path.
   std::array<std::atomic<MethodInstance*>, kMaxDevices> by_device_{};

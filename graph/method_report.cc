@@ -2,9 +2,9 @@
 #include "encore/graph/method_report.h"
 
 #include <algorithm>
-#include <cstdio>
 
-#include "encore/core/log.h"
+#include "encore/core/text.h"
+#include "encore/policy/internal/flag_table.h"
 
 namespace encore {
 
@@ -29,15 +29,10 @@ void MethodReport::AddDevice(const MethodReport& o) {
   if (graphs_off_reason.empty()) graphs_off_reason = o.graphs_off_reason;
   devices += o.devices;
   last_capture_us = std::max(last_capture_us, o.last_capture_us);
+  for (const auto& [reason, n] : o.eager_by_reason) eager_by_reason[reason] += n;
 }
 
 namespace {
-
-std::string JsonNumber(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::string ShapesJson(const std::vector<std::vector<Shape>>& graphs) {
   std::string j = "[";
@@ -60,30 +55,37 @@ std::string IntsJson(const std::vector<int64_t>& v) {
   return j + "]";
 }
 
-std::string FlagsJson(const MethodFlags& f) {
-  return "{\"graphs\":" + std::string(f.graphs ? "true" : "false") +
-         ",\"warmup_calls\":" + std::to_string(f.warmup_calls) + ",\"on_new_shape\":\"" +
-         std::string(ShapePolicyName(f.on_new_shape)) + "\",\"max_graphs\":" + std::to_string(f.max_graphs) +
-         ",\"checks\":\"" + std::string(CheckModeName(f.checks)) + "\",\"copy_outputs\":" +
-         (f.copy_outputs ? "true" : "false") + ",\"binding\":\"" + std::string(BindingName(f.binding)) +
-         "\",\"verify\":" + std::to_string(f.verify) +
-         ",\"verify_every\":" + std::to_string(f.verify_every) + ",\"verify_tolerance\":" + JsonNumber(f.verify_tolerance) +
-         ",\"buckets\":" + IntsJson(f.buckets) + "}";
+std::string ReasonsJson(const std::map<std::string, int64_t, std::less<>>& reasons) {
+  std::string j = "{";
+  for (const auto& [reason, n] : reasons) j += (j.size() > 1 ? "," : "") + JsonQuoted(reason) + ":" + std::to_string(n);
+  return j + "}";
+}
+
+std::string PiecesJson(const std::vector<PieceReport>& pieces) {
+  std::string j = "[";
+  for (const PieceReport& p : pieces) {
+    std::string stages = "[";
+    for (const std::string& s : p.stages) stages += (stages.size() > 1 ? "," : "") + JsonQuoted(s);
+    j += (j.size() > 1 ? "," : "") + std::string("{\"stages\":") + stages + "],\"graphed\":" +
+         (p.graphed ? "true" : "false") + ",\"reason\":" + (p.reason.empty() ? "null" : JsonQuoted(p.reason)) +
+         ",\"graph_nodes\":" + std::to_string(p.graph_nodes) + ",\"replays\":" + std::to_string(p.replays) + "}";
+  }
+  return j + "]";
 }
 
 }  // namespace
 
 std::string MethodReport::ToJson() const {
   std::string j = "{\"name\":\"" + JsonEscape(name) + "\",\"phase\":\"" + std::string(MethodPhaseName(phase)) +
-                  "\",\"flags\":" + FlagsJson(flags);
+                  "\",\"flags\":" + MethodFlagsJson(flags);
 #define ENCORE_X_(counter) j += ",\"" #counter "\":" + std::to_string(counter);
   ENCORE_METHOD_REPORT_COUNTERS(ENCORE_X_)
 #undef ENCORE_X_
-  j += ",\"graphs_off_reason\":" + (graphs_off_reason.empty() ? "null" : "\"" + JsonEscape(graphs_off_reason) + "\"");
+  j += ",\"graphs_off_reason\":" + (graphs_off_reason.empty() ? "null" : JsonQuoted(graphs_off_reason));
   j += ",\"captured_input_shapes\":" + ShapesJson(captured_input_shapes);
   j += ",\"graph_nodes\":" + std::to_string(graph_nodes);
   j += ",\"binding\":\"" + std::string(BindingName(binding)) + "\",\"binding_reason\":" +
-       (binding_reason.empty() ? "null" : "\"" + JsonEscape(binding_reason) + "\"") +
+       (binding_reason.empty() ? "null" : JsonQuoted(binding_reason)) +
        ",\"rebind_sites\":" + std::to_string(rebind_sites);
   j += ",\"memory\":{\"reserved_bytes\":" + std::to_string(memory.reserved_bytes) +
        ",\"live_bytes\":" + std::to_string(memory.live_bytes) + ",\"peak_bytes\":" + std::to_string(memory.peak_bytes) +
@@ -92,7 +94,9 @@ std::string MethodReport::ToJson() const {
   j += ",\"graph_memory_bytes\":" + std::to_string(graph_memory_bytes);
   j += ",\"static_outputs\":" + std::to_string(static_outputs.size());
   j += ",\"devices\":" + std::to_string(devices);
-  j += ",\"last_capture_us\":" + std::to_string(last_capture_us) + "}";
+  j += ",\"last_capture_us\":" + std::to_string(last_capture_us);
+  j += ",\"eager_by_reason\":" + ReasonsJson(eager_by_reason);
+  j += ",\"pieces\":" + PiecesJson(pieces) + "}";
   return j;
 }
 

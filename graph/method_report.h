@@ -7,6 +7,7 @@
 #define ENCORE_GRAPH_METHOD_REPORT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,31 @@ namespace encore {
 enum class MethodPhase { kWarmup, kCapture, kReplay, kEager };
 std::string_view MethodPhaseName(MethodPhase p);
 
+// Why a call ran eagerly: the keys of MethodReport::eager_by_reason. A call
+// made while graphs are off counts under the reason they went off.
+namespace eager_reason {
+inline constexpr std::string_view kGraphsOff = "graphs_off";          // graphs=off in the method's flags
+inline constexpr std::string_view kCaptureFailed = "capture_failed";  // a capture failed (that call, and later ones)
+inline constexpr std::string_view kVerifyFailed = "verify_failed";    // a verified launch differed from eager
+inline constexpr std::string_view kHostConstant = "host_constant";    // a listed constant is in host memory
+inline constexpr std::string_view kRanks = "ranks_disagree";          // another rank, a vote or the ranks' flags
+inline constexpr std::string_view kNewShape = "new_shape";            // on_new_shape=eager and no graph matched
+inline constexpr std::string_view kOverBudget = "over_budget";        // a new graph would exceed the memory budget
+inline constexpr std::string_view kAboveBuckets = "above_buckets";    // pad: batch above the largest bucket
+inline constexpr std::string_view kNoBuckets = "no_buckets_yet";      // pad: learned buckets not chosen yet
+inline constexpr std::string_view kEmptyBatch = "empty_batch";        // pad: a batch of 0 rows
+}  // namespace eager_reason
+
+// One piece of the most recently used signature: a maximal run of non-eager
+// stages (a method given as one fn is one piece), and how it runs.
+struct PieceReport {
+  std::vector<std::string> stages;
+  bool graphed = false;  // replayed as a graph; else its stages run eagerly
+  std::string reason;    // why not graphed, or the graph's binding reason
+  size_t graph_nodes = 0;
+  int64_t replays = 0;  // launches of this piece's graph after its capture
+};
+
 struct MethodReport {
   std::string name;
   MethodPhase phase = MethodPhase::kWarmup;
@@ -54,7 +80,9 @@ struct MethodReport {
   std::string graphs_off_reason;  // empty while graphs are on
   // Input shapes of each kept graph, most recently used first.
   std::vector<std::vector<Shape>> captured_input_shapes;
-  size_t graph_nodes = 0;  // nodes of the most recently used graph
+  // Nodes of the most recently used signature's graphs: every piece's, and
+  // the nodes inside the bodies of its conditional nodes (Call::If, While).
+  size_t graph_nodes = 0;
   // The most recent graph's binding (kStaged or kDirect) and why; the
   // parameter words and endpoints bound to caller buffers in that graph.
   Binding binding = Binding::kStaged;
@@ -75,6 +103,11 @@ struct MethodReport {
   // devices, the largest of each device's most recent, since a sum of two
   // "last" times means nothing.
   int64_t last_capture_us = 0;
+  // eager_calls by reason (keys from eager_reason); the values add up to
+  // eager_calls.
+  std::map<std::string, int64_t, std::less<>> eager_by_reason;
+  // The pieces of the most recently used signature (empty before a capture).
+  std::vector<PieceReport> pieces;
 
   // Adds another device's counters and memory; keeps this one's shapes,
   // nodes and outputs, and its graphs-off reason unless it has none;

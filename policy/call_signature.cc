@@ -25,7 +25,9 @@ bool StridesMatch(const TensorSignature& sig, const TensorRef& t, int* bad_dim, 
     return true;
   }
   for (int i = 0; i < t.shape.size(); ++i) {
-    if (t.shape[i] != 1 && sig.strides[i] != t.strides[i]) {
+    // A negative stride never matches, even on a size-1 dim: validation
+    // rejects it, and a matching signature must imply a valid tensor.
+    if ((t.shape[i] != 1 && sig.strides[i] != t.strides[i]) || t.strides[i] < 0) {
       *bad_dim = i;
       *given = t.strides[i];
       return false;

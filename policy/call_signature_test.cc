@@ -114,5 +114,18 @@ TEST(RefusalRemedyTest, NamesThePoliciesTheMethodAndRelease) {
   EXPECT_EQ(RefusalRemedy("forward"), "; set on_new_shape=recapture|eager|pad for 'forward', or call Release()");
 }
 
+TEST(CallSignatureTest, ANegativeStrideOnASizeOneDimNeverMatches) {
+  // The replay fast path trusts a match to mean a valid tensor; validation
+  // rejects negative strides, so the match must too.
+  float buf[8];
+  TensorRef captured{buf, DType::kFloat32, {1, 4}, {4, 1}};
+  CallSignature sig = CallSignature::Of({&captured, 1}, {});
+  TensorRef same{buf, DType::kFloat32, {1, 4}, {7, 1}};  // a size-1 dim's stride is free
+  EXPECT_TRUE(sig.Matches({&same, 1}, {}));
+  TensorRef negative{buf, DType::kFloat32, {1, 4}, {-4, 1}};
+  EXPECT_FALSE(sig.Matches({&negative, 1}, {}));
+  EXPECT_FALSE(ValidateTensorRef(negative, "t").ok());
+}
+
 }  // namespace
 }  // namespace encore

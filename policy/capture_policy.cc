@@ -4,17 +4,21 @@
 namespace encore {
 
 Action Decide(const DecisionInput& in) {
-  if (!in.flags->graphs || in.graphs_off) return Action::kEager;
+  const Action eager_once = in.precapture ? Action::kSkip : Action::kEagerOnce;
+  if (!in.flags->graphs || in.graphs_off) return in.precapture ? Action::kSkip : Action::kEager;
   if (in.warmups_done < in.flags->warmup_calls) return Action::kWarmup;
+  // A batch above the largest bucket, or before any is learned, or of no
+  // rows: nothing to pad it to.
+  if (in.padded && !in.has_bucket) return eager_once;
   if (!in.has_graph) return Action::kCapture;
-  if (in.matching_graph) return Action::kReplay;
+  if (in.matching_graph) return in.precapture ? Action::kSkip : Action::kReplay;
   switch (in.flags->on_new_shape) {
     case ShapePolicy::kRefuse: return Action::kRefuse;
-    case ShapePolicy::kEager: return Action::kEagerOnce;
+    case ShapePolicy::kEager: return eager_once;
     case ShapePolicy::kRecapture: return Action::kRecapture;
-    // The call's bucket has no graph yet (graph/pad_buckets.cc asks with
-    // the call padded to its bucket).
-    case ShapePolicy::kPad: return Action::kRecapture;
+    // The call's bucket has no graph yet: a graph of its own, not a
+    // recapture (buckets are kept side by side).
+    case ShapePolicy::kPad: return Action::kCapture;
   }
   return Action::kRefuse;
 }

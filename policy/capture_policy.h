@@ -19,18 +19,28 @@ enum class Action {
   kCapture,    // first graph of the method
   kReplay,     // a kept graph matches the call
   kRecapture,  // new shape under kRecapture
-  kEagerOnce,  // new shape under kEager: run eagerly, keep the graph
+  kEagerOnce,  // new shape under kEager (or a batch no bucket holds): run eagerly, keep the graphs
   kRefuse,     // new shape under kRefuse
+  kSkip,       // Precapture: nothing to capture for this signature
 };
 
+// What one call (or one signature Method::Precapture captures) finds. The
+// mode is data: a padded call (on_new_shape=pad) is matched at its bucket's
+// rows, and has none when no bucket holds its batch; Precapture captures
+// what a call would and skips the rest.
 struct DecisionInput {
   const MethodFlags* flags = nullptr;
   bool graphs_off = false;       // turned off by a failure, a host constant...
   int warmups_done = 0;          // since registration or the last Release
   bool has_graph = false;        // any graph kept
   bool matching_graph = false;   // a kept graph matches this call
+  bool padded = false;           // on_new_shape=pad
+  bool has_bucket = true;        // padded: a bucket holds the call's batch
+  bool precapture = false;       // Method::Precapture, not a call
 };
 
+// The one decision of what a call does: warm up, capture, replay, run
+// eagerly, recapture, refuse (or, for Precapture, skip).
 Action Decide(const DecisionInput& in);
 
 // Where in the capture pipeline a failure happened.

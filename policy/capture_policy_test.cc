@@ -42,7 +42,40 @@ TEST(DecideTest, NewShapeFollowsPolicy) {
   EXPECT_EQ(Decide(in), Action::kRecapture);
   // Under pad a bucket without a graph gets one; the others stay kept.
   f.on_new_shape = ShapePolicy::kPad;
+  EXPECT_EQ(Decide(in), Action::kCapture);
+}
+
+TEST(DecideTest, APaddedBatchNoBucketHoldsRunsEagerlyAfterTheWarmups) {
+  MethodFlags f;
+  f.on_new_shape = ShapePolicy::kPad;
+  f.warmup_calls = 1;
+  DecisionInput in{&f, false, 0, false, false, /*padded=*/true, /*has_bucket=*/false};
+  EXPECT_EQ(Decide(in), Action::kWarmup);
+  in.warmups_done = 1;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);
+  in.has_graph = in.matching_graph = true;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);
+  in.has_bucket = true;
+  EXPECT_EQ(Decide(in), Action::kReplay);
+}
+
+TEST(DecideTest, PrecaptureSkipsWhatACallWouldNotCapture) {
+  MethodFlags f;
+  f.warmup_calls = 0;
+  DecisionInput in{&f, false, 0, true, true};
+  in.precapture = true;
+  EXPECT_EQ(Decide(in), Action::kSkip);  // already captured
+  in.matching_graph = false;
+  f.on_new_shape = ShapePolicy::kEager;
+  EXPECT_EQ(Decide(in), Action::kSkip);  // eager keeps its graph and adds none
+  f.on_new_shape = ShapePolicy::kRefuse;
+  EXPECT_EQ(Decide(in), Action::kRefuse);
+  f.on_new_shape = ShapePolicy::kRecapture;
   EXPECT_EQ(Decide(in), Action::kRecapture);
+  in.graphs_off = true;
+  EXPECT_EQ(Decide(in), Action::kSkip);
+  in.precapture = false;
+  EXPECT_EQ(Decide(in), Action::kEager);
 }
 
 TEST(ClassifyTest, RefusalsAndCudaCaptureErrorsAreExpected) {

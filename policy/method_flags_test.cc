@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "encore/policy/internal/flag_table.h"
+#include "encore/policy/internal/flags_text.h"
+
 namespace encore {
 namespace {
 

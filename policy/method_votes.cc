@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encore/policy/method_votes.h"
 
+#include "encore/policy/internal/flag_table.h"
+
 namespace encore {
 
 std::string MethodVotes::CompareFlags(const MethodFlags& flags) {

@@ -2,9 +2,35 @@
 #include "encore/policy/rank_consensus.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <string>
 
+#include "encore/core/text.h"
+
 namespace encore {
+namespace internal {
+
+struct ThreadConsensusState {
+  // One round of votes on one decision. Shared with its waiters, so a later
+  // round of the same decision cannot overwrite the result they read.
+  struct Round {
+    std::vector<uint64_t> min;  // the minimum so far, then the result
+    std::vector<bool> voted;    // per rank
+    int arrived = 0;
+    bool done = false;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  int ranks;
+  std::chrono::milliseconds timeout;
+  // The open round of each decision, by `what`; removed when complete.
+  std::map<std::string, std::shared_ptr<Round>, std::less<>> open;
+  bool broken = false;  // a vote timed out: the ranks are out of step
+};
+
+}  // namespace internal
 
 StatusOr<bool> RankConsensus::AllAgree(bool vote, std::string_view what) {
   ENCORE_ASSIGN_OR_RETURN(std::vector<uint64_t> min, AllMin({vote ? 1u : 0u}, what));
@@ -16,14 +42,7 @@ StatusOr<bool> RankConsensus::AllEqual(uint64_t value, std::string_view what) {
   return min[0] == ~min[1];
 }
 
-uint64_t RankConsensus::VoteTag(std::string_view what) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : what) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+uint64_t RankConsensus::VoteTag(std::string_view what) { return Fnv1a(what); }
 
 void RankConsensus::AppendTag(std::vector<uint64_t>& values, uint64_t tag) {
   // {tag, ~tag}: the minimum of ~tag is the complement of the maximum tag,
@@ -54,7 +73,13 @@ Status RankConsensus::CheckValueCount(size_t n, std::string_view who, std::strin
                               " values, must have 1 to " + std::to_string(kMaxValues));
 }
 
-class ThreadConsensus::Voter : public RankConsensus {
+namespace {
+
+using State = internal::ThreadConsensusState;
+using Round = internal::ThreadConsensusState::Round;
+
+// One rank of a ThreadConsensus.
+class Voter : public RankConsensus {
  public:
   Voter(std::shared_ptr<State> state, int rank) : state_(std::move(state)), rank_(rank) {}
 
@@ -134,6 +159,8 @@ class ThreadConsensus::Voter : public RankConsensus {
   std::shared_ptr<State> state_;
   int rank_;
 };
+
+}  // namespace
 
 ThreadConsensus::ThreadConsensus(int ranks, std::chrono::milliseconds timeout) : state_(std::make_shared<State>()) {
   state_->ranks = ranks;

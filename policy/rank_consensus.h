@@ -16,7 +16,7 @@
 // ranks compare DecisionFlagsFingerprint and, if any differ, every rank turns
 // graphs off for that method. Refusals of a new shape need no vote: with
 // equal flags and shapes every rank refuses the same call. Pure interface,
-// no CUDA: NcclConsensus (graph/) implements it over NCCL, ThreadConsensus
+// no CUDA: NcclConsensus (interop/nccl/) implements it over NCCL, ThreadConsensus
 // (below) for ranks that are threads.
 //
 // Methods that vote at once. Different methods may run concurrently on one
@@ -42,18 +42,20 @@
 #define ENCORE_POLICY_RANK_CONSENSUS_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <condition_variable>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <string>
 #include <string_view>
 #include <vector>
 
 #include "encore/core/status.h"
 
 namespace encore {
+namespace internal {
+// What the voters of one ThreadConsensus share; defined where it is used
+// only, so this header carries none of its members.
+struct ThreadConsensusState;
+}  // namespace internal
 
 class RankConsensus {
  public:
@@ -110,25 +112,8 @@ class ThreadConsensus {
   std::shared_ptr<RankConsensus> Rank(int r);
 
  private:
-  class Voter;
-  // One round of votes on one decision. Shared with its waiters, so a later
-  // round of the same decision cannot overwrite the result they read.
-  struct Round {
-    std::vector<uint64_t> min;  // the minimum so far, then the result
-    std::vector<bool> voted;    // per rank
-    int arrived = 0;
-    bool done = false;
-  };
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    int ranks;
-    std::chrono::milliseconds timeout;
-    // The open round of each decision, by `what`; removed when complete.
-    std::map<std::string, std::shared_ptr<Round>, std::less<>> open;
-    bool broken = false;  // a vote timed out: the ranks are out of step
-  };
-  std::shared_ptr<State> state_;
+  // The rounds of votes the ranks share (policy/rank_consensus.cc).
+  std::shared_ptr<internal::ThreadConsensusState> state_;
 };
 
 }  // namespace encore

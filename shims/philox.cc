@@ -133,7 +133,7 @@ Status Philox::Initialize(cudaStream_t stream) {
   if (!st.ok()) {
     cudaError_t err = cuda().Free(p);
     if (err != cudaSuccess) {
-      return CudaStatus(err, CudaCallName(CudaCall::kFree), "after " + std::string(st.message()));
+      return CudaResult(err, CudaCall::kFree, "after " + std::string(st.message()));
     }
     return st;
   }

@@ -71,7 +71,7 @@ Status RefuseIfCapturing(cudaStream_t stream, std::string_view message) {
     (void)cuda().GetLastError();
     return CaptureRefusal(message);
   }
-  if (err != cudaSuccess) return CudaStatus(err, CudaCallName(CudaCall::kStreamIsCapturing));
+  if (err != cudaSuccess) return CudaResult(err, CudaCall::kStreamIsCapturing);
   // An invalidated capture is still open: a sync now would not make it valid.
   if (st != cudaStreamCaptureStatusNone) return CaptureRefusal(message);
   return OkStatus();
@@ -86,7 +86,7 @@ Status RequireDevicePointer(const void* p, std::string_view what) {
     (void)cuda().GetLastError();
     return InvalidArgumentError(std::string(what) + " is not device memory (CUDA does not know the pointer)");
   }
-  if (err != cudaSuccess) return CudaStatus(err, CudaCallName(CudaCall::kPointerGetAttributes));
+  if (err != cudaSuccess) return CudaResult(err, CudaCall::kPointerGetAttributes);
   if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) {
     return InvalidArgumentError(std::string(what) + " is not device memory (it is " +
                                 std::string(MemoryTypeName(attr.type)) + ")");

@@ -76,4 +76,47 @@ cudaError_t LaunchBump(int* counter, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+namespace {
+__global__ void AppendKernel(float* cache, int64_t stride, int* pos, const float* x, float* y) {
+  const int p = *pos;
+  cache[p * stride] = x[0] + static_cast<float>(p);
+  y[0] = 2.0f * cache[p * stride];
+  *pos = p + 1;
+}
+__global__ void CountdownKernel(int* n, bool* more, const float* x, float* y) {
+  y[0] += x[0];
+  *n -= 1;
+  *more = *n > 0;
+}
+__global__ void IsPositiveKernel(const int* n, bool* flag) { *flag = *n > 0; }
+__global__ void IsOddKernel(const int* n, bool* flag) { *flag = (*n % 2) != 0; }
+__global__ void AddScalarKernel(float* p, float v) { p[0] += v; }
+__global__ void GreaterKernel(const float* x, float threshold, bool* flag) { *flag = x[0] > threshold; }
+}  // namespace
+
+cudaError_t LaunchAppend(float* cache, int64_t stride, int* pos, const float* x, float* y, cudaStream_t s) {
+  AppendKernel<<<1, 1, 0, s>>>(cache, stride, pos, x, y);
+  return cudaGetLastError();
+}
+cudaError_t LaunchCountdown(int* n, bool* more, const float* x, float* y, cudaStream_t s) {
+  CountdownKernel<<<1, 1, 0, s>>>(n, more, x, y);
+  return cudaGetLastError();
+}
+cudaError_t LaunchIsPositive(const int* n, bool* flag, cudaStream_t s) {
+  IsPositiveKernel<<<1, 1, 0, s>>>(n, flag);
+  return cudaGetLastError();
+}
+cudaError_t LaunchIsOdd(const int* n, bool* flag, cudaStream_t s) {
+  IsOddKernel<<<1, 1, 0, s>>>(n, flag);
+  return cudaGetLastError();
+}
+cudaError_t LaunchAddScalar(float* p, float v, cudaStream_t s) {
+  AddScalarKernel<<<1, 1, 0, s>>>(p, v);
+  return cudaGetLastError();
+}
+cudaError_t LaunchGreater(const float* x, float threshold, bool* flag, cudaStream_t s) {
+  GreaterKernel<<<1, 1, 0, s>>>(x, threshold, flag);
+  return cudaGetLastError();
+}
+
 }  // namespace encore::testing

@@ -27,6 +27,20 @@ cudaError_t LaunchAllPositive(const float* in, int64_t n, bool* all, cudaStream_
 // *counter += 1 (one thread)
 cudaError_t LaunchBump(int* counter, cudaStream_t s);
 
+// A decode-like step (one thread): p = *pos; cache[p * stride] = x[0] + p;
+// y[0] = 2 * cache[p * stride]; *pos = p + 1.
+cudaError_t LaunchAppend(float* cache, int64_t stride, int* pos, const float* x, float* y, cudaStream_t s);
+// One loop step (one thread): y[0] += x[0]; --*n; *more = *n > 0.
+cudaError_t LaunchCountdown(int* n, bool* more, const float* x, float* y, cudaStream_t s);
+// *flag = *n > 0 (one thread).
+cudaError_t LaunchIsPositive(const int* n, bool* flag, cudaStream_t s);
+// *flag = *n is odd (one thread).
+cudaError_t LaunchIsOdd(const int* n, bool* flag, cudaStream_t s);
+// p[0] += v (one thread).
+cudaError_t LaunchAddScalar(float* p, float v, cudaStream_t s);
+// *flag = x[0] > threshold (one thread).
+cudaError_t LaunchGreater(const float* x, float threshold, bool* flag, cudaStream_t s);
+
 }  // namespace encore::testing
 
 #endif  // ENCORE_TESTS_TEST_KERNELS_H_

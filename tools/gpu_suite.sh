@@ -95,6 +95,9 @@ do_build() {
     say "cuBLAS not found in the CUDA toolkit: skipped $("${bazel[@]}" query --noshow_progress \
       'rdeps(//..., @cuda//:cublas)' 2>/dev/null | grep -v '^@' | tr '\n' ' ')"
   fi
+  # The PyTorch adapter's binaries link PyTorch's shared libraries, which a
+  # driver-only machine lacks: tools/torch_suite.sh builds and runs them.
+  skip="$skip + attr(tags, '\btorch\b', tests(//...))"
   local cuda_version
   cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$output_base/external/cuda/defs.bzl" 2>/dev/null)"
 

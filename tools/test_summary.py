@@ -16,7 +16,8 @@ Sources, any mix of them:
                         `bazel test` run: only the test.xml files of tests that
                         ran (or were cached) in that invocation count, each like
                         --run; a test target that failed to build counts as 1
-                        failed. --test_tag_filters says which test targets the
+                        failed, one skipped as incompatible (a library this
+                        machine lacks: PyTorch) as 1 skipped. --test_tag_filters says which test targets the
                         run was meant to test (same syntax as Bazel's).
   --exit NAME=RC        one program that writes no XML (an example binary)
                         counts as one test: RC 0 passed, 77 skipped (the
@@ -117,6 +118,7 @@ def uri_path(uri):
 def count_bep(path, tag_filters, tally):
     configured = {}  # label -> (is_test, tags)
     completed = {}  # label -> built ok
+    incompatible = set()  # skipped: incompatible with the platform (a library this machine lacks)
     attempts = {}  # (label, run, shard) -> (attempt, status, xml)
     ran = set()
     with open(path) as f:
@@ -132,6 +134,8 @@ def count_bep(path, tag_filters, tally):
                 configured[eid["targetConfigured"]["label"]] = (is_test, cfg.get("tag", []))
             elif "targetCompleted" in eid:
                 label = eid["targetCompleted"]["label"]
+                if event.get("aborted", {}).get("reason") == "SKIPPED":
+                    incompatible.add(label)
                 ok = bool(event.get("completed", {}).get("success")) and "aborted" not in event
                 completed[label] = completed.get(label, True) and ok
             elif "testResult" in eid:
@@ -151,6 +155,9 @@ def count_bep(path, tag_filters, tally):
         count_run(xml, 0 if status in ("PASSED", "FLAKY") else status, tally, origin)
     for label, (is_test, tags) in sorted(configured.items()):
         if not is_test or label in ran or not tag_filter_selects(tag_filters, tags):
+            continue
+        if label in incompatible:
+            tally.skipped += 1
             continue
         if completed.get(label) is False:
             tally.fail("%s (failed to build)" % label)

@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "encore/encore.h"
+#include "encore/interop/nccl/nccl_consensus.h"
+// Code written against encore 0.2 includes this path; it still builds.
 #include "encore/policy/nccl_consensus.h"
 
 int main() {

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "encore/encore.h"
-#include "encore/policy/nccl_consensus.h"
+#include "encore/interop/nccl/nccl_consensus.h"
 
 int main() {
   auto consensus = encore::NcclConsensus::Create(nullptr, std::chrono::milliseconds(100));

@@ -24,6 +24,7 @@ set(ENCORE_CPU_TESTS
   policy/binding_policy_test
   policy/call_signature_test
   policy/capture_policy_test
+  policy/flag_table_test
   policy/learned_buckets_test
   policy/method_flags_test
   policy/method_votes_test
@@ -55,6 +56,10 @@ target_compile_definitions(core_cuda_version_test PRIVATE ENCORE_CUDA_REPO_CUDAR
 add_test(NAME tools/encore_report_test
   COMMAND bash "${PROJECT_SOURCE_DIR}/tools/encore_report_test.sh"
           "${PROJECT_SOURCE_DIR}/tools/encore_report.py" "${PROJECT_SOURCE_DIR}/tools/testdata/report.json")
+
+# The house bars' scanner (an sh_test in Bazel).
+add_test(NAME tools/bars_test
+  COMMAND python3 "${PROJECT_SOURCE_DIR}/tools/bars_test.py" "${PROJECT_SOURCE_DIR}/tools/bars.py")
 
 # CMAKE_CUDA_ARCHITECTURES reaches nvcc and kBuiltCudaArchs.
 add_library(encore_arch_probe OBJECT tools/testdata/arch_probe.cu)

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "graph/binding/internal/binding_choice.h"
+
+#include <utility>
+
+#include "encore/policy/binding_policy.h"
+#include "graph/pad/internal/padding.h"
+
+namespace encore {
+namespace {
+
+std::string UnreferencedTensor(const ScanResult& scan, Args inputs, Args outputs) {
+  const size_t num_inputs = inputs.size();
+  for (size_t t = 0; t < scan.referenced.size(); ++t) {
+    const TensorRef& tensor = t < num_inputs ? inputs[t] : outputs[t - num_inputs];
+    if (scan.referenced[t] || tensor.span_bytes() == 0) continue;
+    const std::string name = t < num_inputs ? "input " + std::to_string(t) : "output " + std::to_string(t - num_inputs);
+    return name + " is referenced by no kernel parameter, memcpy or memset (the body may reach it through device "
+                  "memory, or not use it)";
+  }
+  return {};
+}
+
+// Why direct binding is out of the question before any scan, or empty.
+std::string Precondition(const InstanceParts& p, const BindingInput& in) {
+  if (!p.flags.copy_outputs) return "copy_outputs=false: the caller reads the graph's own output buffers";
+  if (!p.constants->Get()->has_value()) {
+    return "the method cannot list its constants, and the capture's probe runs the graph twice, which would apply "
+           "its writes to them twice; list them (an empty list is fine) to bind directly";
+  }
+  if (p.flags.checks == CheckMode::kTrap && in.body_checks) {
+    return "checks=trap and the body checks: a check in the capture's probe that read encore's poison (through a "
+           "reference the scan missed) would trap and end the process's CUDA context";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<BindingInput> ChoosePieceBinding(InstanceParts& p, PieceGraph& piece, BindingInput in) {
+  if (in.padded) {
+    piece.binding = PaddedBinding();  // the caller's tensors hold only b rows
+    return std::nullopt;
+  }
+  BindingFacts facts;
+  facts.scan_available = true;
+  if (p.flags.binding != Binding::kStaged) {
+    facts.unsafe_reason = Precondition(p, in);
+    if (facts.unsafe_reason.empty() && p.flags.binding == Binding::kAuto &&
+        p.counters.recaptures > kAutoMaxRecapturesForDirect) {
+      facts.recaptures = p.counters.recaptures;  // ChooseBinding stages it for the cost
+    } else if (facts.unsafe_reason.empty()) {
+      facts.unsafe_reason = in.scan.unsafe;
+      if (facts.unsafe_reason.empty()) {
+        facts.unsafe_reason = UnreferencedTensor(in.scan, in.static_inputs, in.static_outputs);
+      }
+      facts.rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
+      // Unknown until replays show it: assumed, and judged again then.
+      facts.addresses_recur = true;
+    }
+  }
+  piece.binding = ChooseBinding(p.flags.binding, facts);
+  if (piece.binding.binding != Binding::kDirect) return std::nullopt;
+  return in;
+}
+
+void BuildDirect(InstanceParts& p, PieceGraph& piece, BindingInput in, int64_t index) {
+  const int64_t rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
+  const int64_t sites = in.scan.sites;
+  StatusOr<std::unique_ptr<DirectForm>> d =
+      DirectForm::Build(*piece.staged.graph(), in.nodes, std::move(in.scan),
+                        AddressesOf(in.static_inputs, in.static_outputs), p.last_launch.event());
+  if (!d.ok()) {
+    StageInstead(p, piece, "the direct form could not be built (" + std::string(d.status().message()) + ")", index);
+    return;
+  }
+  piece.direct = *std::move(d);
+  piece.rebind_sites = sites;
+  piece.auto_rejudge = p.flags.binding == Binding::kAuto && rewrite_nodes > kAutoMaxRewriteNodes;
+  if (Status s = piece.direct->InstantiateFirst(); !s.ok()) {
+    StageInstead(p, piece, "the direct form did not instantiate (" + std::string(s.message()) + ")", index);
+    return;
+  }
+  ++p.counters.instantiations;
+}
+
+void StageInstead(InstanceParts& p, PieceGraph& piece, const std::string& why, int64_t index) {
+  piece.StageInstead("binding=" + std::string(BindingName(p.flags.binding)) + ": staged, because " + why);
+  p.log.Info("binding_probe", {{"method", p.name}, {"call", index}, {"result", "staged"}, {"reason", why}});
+}
+
+
+void RejudgeAutoBinding(InstanceParts& p, PieceGraph& piece, int64_t index) {
+  if (piece.direct && piece.direct->binds() < kAutoRejudgeAfter) return;
+  piece.auto_rejudge = false;
+  if (!piece.direct) return;
+  BindingFacts facts;
+  facts.scan_available = true;
+  facts.rewrite_nodes = piece.direct->rewrite_nodes();
+  facts.addresses_recur = AddressesRecur(piece.direct->binds(), piece.direct->rewrite_calls());
+  BindingChoice c = ChooseBinding(Binding::kAuto, facts);
+  if (c.binding == Binding::kDirect) return;
+  c.reason += " (" + std::to_string(piece.direct->rewrite_calls()) + " of its first " +
+              std::to_string(piece.direct->binds()) + " replays had to rewrite an executable)";
+  piece.StageInstead(std::move(c.reason));
+  p.log.Info("binding", {{"method", p.name}, {"call", index}, {"binding", "staged"}, {"reason", piece.binding.reason}});
+}
+
+}  // namespace encore

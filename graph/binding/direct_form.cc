@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "graph/binding/internal/direct_form.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "encore/allocator/graph_arena.h"
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+#include "encore/policy/binding_policy.h"
+#include "graph/binding/internal/staging.h"
+
+namespace encore {
+
+std::vector<cudaGraphNode_t> StagedNodes::all() const {
+  std::vector<cudaGraphNode_t> n = heads;
+  n.insert(n.end(), tails.begin(), tails.end());
+  if (record != nullptr) n.push_back(record);
+  return n;
+}
+
+bool AlignedLikeStatic(Args inputs, Args outputs) {
+  uintptr_t bits = 0;
+  for (Args refs : {inputs, outputs}) {
+    for (const TensorRef& t : refs) bits |= t.span_bytes() > 0 ? reinterpret_cast<uintptr_t>(t.data) : 0;
+  }
+  return bits % GraphArena::kAlignment == 0;
+}
+
+bool TensorsOverlap(Args inputs, Args outputs) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> spans;
+  for (Args refs : {inputs, outputs}) {
+    for (const TensorRef& t : refs) {
+      const size_t bytes = t.span_bytes();
+      const auto base = reinterpret_cast<uintptr_t>(t.data);
+      if (bytes > 0) spans.emplace_back(base, base + bytes);
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].first < spans[i - 1].second) return true;
+  }
+  return false;
+}
+
+DirectForm::~DirectForm() = default;
+
+StatusOr<std::unique_ptr<DirectForm>> DirectForm::Build(const Graph& staged, const StagedNodes& nodes, ScanResult scan,
+                                                        Addresses static_addresses, cudaEvent_t completion) {
+  std::unique_ptr<DirectForm> d(new DirectForm());
+  d->static_ = std::move(static_addresses);
+  d->bumps_sequence_ = nodes.check_sequence != nullptr;
+  d->has_memory_nodes_ = scan.has_memory_nodes;
+  d->sites_ = scan.sites;
+  d->kernels_ = std::move(scan.kernels);
+  d->endpoints_ = std::move(scan.endpoints);
+  ENCORE_RETURN_IF_ERROR(d->Clone(staged, nodes, completion));
+  ENCORE_ASSIGN_OR_RETURN(d->nodes_, d->graph_.NodeCount());
+  // A graph with memory nodes can have one live executable only.
+  d->variants_ = Cache(d->has_memory_nodes_ ? 1 : MaxExecVariants(d->nodes_));
+  return d;
+}
+
+Status DirectForm::Clone(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion) {
+  cudaGraph_t clone = nullptr;
+  ENCORE_CUDA_CALL(GraphClone, &clone, staged.get());
+  graph_ = Graph(clone);
+  auto in_clone = [&](cudaGraphNode_t n) -> StatusOr<cudaGraphNode_t> {
+    cudaGraphNode_t c = nullptr;
+    ENCORE_CUDA_CALL(GraphNodeFindInClone, &c, n, clone);
+    return c;
+  };
+  // The sites name the clone's nodes from now on.
+  for (KernelSite& k : kernels_) {
+    ENCORE_ASSIGN_OR_RETURN(k.node, in_clone(k.node));
+  }
+  for (EndpointSite& e : endpoints_) {
+    ENCORE_ASSIGN_OR_RETURN(e.node, in_clone(e.node));
+  }
+  std::vector<cudaGraphNode_t> removed = nodes.tails;
+  removed.push_back(nodes.record);
+  if (nodes.check_sequence == nullptr) removed.insert(removed.end(), nodes.heads.begin(), nodes.heads.end());
+  for (cudaGraphNode_t n : removed) {
+    ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(n));
+    ENCORE_CUDA_CALL(GraphDestroyNode, c);
+  }
+  for (size_t i = 0; nodes.check_sequence != nullptr && i < nodes.heads.size(); ++i) {
+    // The body checks on the device: its heads stay, copying nothing, so a
+    // check still runs after head 0 has bumped the sequence.
+    StageParams p{};
+    p.sequence = i == 0 ? nodes.check_sequence : nullptr;
+    void* args[] = {&p};
+    cudaKernelNodeParams k = nodes.head_launch;
+    k.kernelParams = args;
+    k.extra = nullptr;
+    ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(nodes.heads[i]));
+    ENCORE_CUDA_CALL(GraphKernelNodeSetParams, c, &k);
+  }
+  // A completion record of its own, after the body's last nodes.
+  std::vector<cudaGraphNode_t> frontier;
+  for (cudaGraphNode_t n : nodes.body_frontier) {
+    if (std::find(removed.begin(), removed.end(), n) != removed.end()) continue;
+    ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(n));
+    frontier.push_back(c);
+  }
+  size_t count = 0;
+  ENCORE_CUDA_CALL(GraphGetNodes, clone, nullptr, &count);
+  if (frontier.empty() && count > 0) {
+    // A record with no dependency would fire as the launch starts, and a
+    // later call on another stream would not wait for the body.
+    return InternalError("no body frontier was recorded for the completion record");
+  }
+  cudaGraphNode_t record = nullptr;
+  ENCORE_CUDA_CALL(GraphAddEventRecordNode, &record, clone, frontier.data(), frontier.size(), completion);
+  return OkStatus();
+}
+
+Status DirectForm::InstantiateFirst() {
+  ENCORE_ASSIGN_OR_RETURN(GraphExec exec, GraphExec::Instantiate(graph_));
+  variants_.Add(std::move(exec), static_);
+  return OkStatus();
+}
+
+bool DirectForm::Accepts(Args inputs, Args outputs, uint64_t key) {
+  // Overlapping tensors bound in place could read what the graph wrote,
+  // and a kernel chosen at capture for the static buffers' 256-byte
+  // alignment may need it (vector loads): staging answers those calls, and
+  // those whose buffers CUDA refused to bind before.
+  return !TensorsOverlap(inputs, outputs) && AlignedLikeStatic(inputs, outputs) &&
+         !(refused_rewrites_ > 0 && refused_.Holds(key));
+}
+
+StatusOr<GraphExec> DirectForm::Instantiate(const Addresses& to) {
+  // The graph's own parameters matter to nothing else once the first
+  // executable exists.
+  ENCORE_RETURN_IF_ERROR(Write(nullptr, nullptr, to));
+  return GraphExec::Instantiate(graph_);
+}
+
+Status DirectForm::Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key) {
+  v.rewritten = true;
+  Status s = Write(v.exec.get(), &v.bound, to);
+  if (!s.ok()) {
+    // CUDA will refuse these buffers again: asking it on every call would
+    // cost a failed rewrite (and, for a recurring set, an executable).
+    ++refused_rewrites_;
+    (void)refused_.Recurs(key);
+  }
+  return s;
+}
+
+StatusOr<const GraphExec*> DirectForm::Bind(Args inputs, Args outputs, int64_t* new_variants) {
+  ENCORE_ASSIGN_OR_RETURN(Cache::Variant* v, variants_.Bind(inputs, outputs, *this, new_variants));
+  return v != nullptr ? &v->exec : nullptr;
+}
+
+StatusOr<const GraphExec*> DirectForm::BindForProbe(Args inputs, Args outputs) {
+  const int64_t refused = refused_rewrites_;
+  const MissRing refused_sets = refused_;
+  StatusOr<Cache::Variant*> v = variants_.Bind(inputs, outputs, *this, nullptr, /*counted=*/false);
+  refused_rewrites_ = refused;
+  refused_ = refused_sets;
+  if (!v.ok()) return v.status();
+  return *v != nullptr ? &(*v)->exec : nullptr;
+}
+
+Status DirectForm::Write(cudaGraphExec_t exec, const Addresses* bound, const Addresses& to) {
+  for (KernelSite& k : kernels_) ENCORE_RETURN_IF_ERROR(WriteKernel(exec, bound, k, to));
+  for (EndpointSite& e : endpoints_) ENCORE_RETURN_IF_ERROR(WriteEndpoints(exec, bound, e, to));
+  return OkStatus();
+}
+
+Status DirectForm::WriteKernel(cudaGraphExec_t exec, const Addresses* bound, KernelSite& k, const Addresses& to) {
+  bool moved = bound == nullptr;
+  for (const WordRef& r : k.refs) moved |= !moved && (*bound)[r.tensor] != to[r.tensor];
+  if (!moved) return OkStatus();
+  // Every word of the node, not only the moved ones: the parameter buffer
+  // last held another executable's addresses.
+  for (const WordRef& r : k.refs) k.args[r.offset / 8] = reinterpret_cast<uintptr_t>(to[r.tensor]) + r.delta;
+  CUDA_KERNEL_NODE_PARAMS p = k.params;
+  size_t packed_bytes = k.packed_bytes;
+  void* packed[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k.args.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_bytes,
+                    CU_LAUNCH_PARAM_END};
+  p.kernelParams = k.packed_bytes > 0 ? nullptr : k.arg_ptrs.data();
+  p.extra = k.packed_bytes > 0 ? packed : nullptr;
+  if (exec == nullptr) {
+    ENCORE_CUDA_CALL(DriverGraphKernelNodeSetParams, k.node, &p);
+  } else {
+    ENCORE_CUDA_CALL(DriverGraphExecKernelNodeSetParams, exec, k.node, &p);
+  }
+  return OkStatus();
+}
+
+Status DirectForm::WriteEndpoints(cudaGraphExec_t exec, const Addresses* bound, EndpointSite& e,
+                                  const Addresses& to) {
+  bool moved = bound == nullptr;
+  for (int t : e.tensor) moved |= !moved && t >= 0 && (*bound)[t] != to[t];
+  if (!moved) return OkStatus();
+  auto at = [&](int i) { return static_cast<char*>(const_cast<void*>(to[e.tensor[i]])) + e.delta[i]; };
+  if (e.is_memset) {
+    e.set.dst = at(1);
+    if (exec == nullptr) {
+      ENCORE_CUDA_CALL(GraphMemsetNodeSetParams, e.node, &e.set);
+    } else {
+      ENCORE_CUDA_CALL(GraphExecMemsetNodeSetParams, exec, e.node, &e.set);
+    }
+    return OkStatus();
+  }
+  if (e.tensor[0] >= 0) e.copy.srcPtr.ptr = at(0);
+  if (e.tensor[1] >= 0) e.copy.dstPtr.ptr = at(1);
+  if (exec == nullptr) {
+    ENCORE_CUDA_CALL(GraphMemcpyNodeSetParams, e.node, &e.copy);
+  } else {
+    ENCORE_CUDA_CALL(GraphExecMemcpyNodeSetParams, exec, e.node, &e.copy);
+  }
+  return OkStatus();
+}
+
+}  // namespace encore

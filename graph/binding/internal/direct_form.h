@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// DirectForm: the direct form of one captured graph (binding=direct|auto).
+// The capture recorded the method's body on encore's static buffers between
+// staging nodes; this is a clone of that graph without them, whose nodes'
+// references to the static buffers (ReferenceScan's sites) are bound to the
+// caller's buffers instead: an executable per recurring address set
+// (VariantCache), rewritten nodes for a set seen once.
+#ifndef ENCORE_GRAPH_BINDING_INTERNAL_DIRECT_FORM_H_
+#define ENCORE_GRAPH_BINDING_INTERNAL_DIRECT_FORM_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "encore/core/status.h"
+#include "encore/core/tensor.h"
+#include "encore/graph/graph.h"
+#include "graph/binding/internal/address_set.h"
+#include "graph/binding/internal/reference_scan.h"
+#include "graph/binding/internal/variant_cache.h"
+
+namespace encore {
+
+// encore's own nodes in the captured (staged) graph.
+struct StagedNodes {
+  std::vector<cudaGraphNode_t> heads;  // staging heads, head 0 first
+  std::vector<cudaGraphNode_t> tails;
+  cudaGraphNode_t record = nullptr;  // the completion record
+  // The body's last nodes, which the direct graph's completion record follows.
+  std::vector<cudaGraphNode_t> body_frontier;
+  // Set when the body called Call::Check: the heads stay, copying nothing,
+  // and head 0 bumps this device-check sequence (a check in a replay finds
+  // its call through it).
+  unsigned long long* check_sequence = nullptr;
+  cudaKernelNodeParams head_launch{};  // the heads' func, grid and block
+  // Every one of encore's nodes, for the scan to skip.
+  std::vector<cudaGraphNode_t> all() const;
+};
+
+class DirectForm : public VariantForm<GraphExec, std::monostate> {
+ public:
+  using Cache = VariantCache<GraphExec, std::monostate>;
+
+  // Clones `staged` without its staging nodes, adds a completion record of
+  // `completion` after the body's last nodes, and takes the scan's sites
+  // (found in `staged`) over to the clone. `static_addresses`: the buffers
+  // the body ran on, inputs then outputs.
+  static StatusOr<std::unique_ptr<DirectForm>> Build(const Graph& staged, const StagedNodes& nodes, ScanResult scan,
+                                                     Addresses static_addresses, cudaEvent_t completion);
+  ~DirectForm();
+  DirectForm(const DirectForm&) = delete;
+  DirectForm& operator=(const DirectForm&) = delete;
+
+  int64_t sites() const { return sites_; }
+  // Nodes a replay rewrites when every caller address moves.
+  int64_t rewrite_nodes() const { return static_cast<int64_t>(kernels_.size() + endpoints_.size()); }
+  size_t nodes() const { return nodes_; }
+  bool bumps_sequence() const { return bumps_sequence_; }
+  const Graph& graph() const { return graph_; }
+  // Bind calls, and those that had to rewrite an executable (auto's
+  // statistics; the probe's bind counts in neither).
+  int64_t binds() const { return variants_.binds(); }
+  int64_t rewrite_calls() const { return variants_.rewrite_calls(); }
+  // Calls whose rewrite CUDA refused.
+  int64_t refused_rewrites() const { return refused_rewrites_; }
+
+  // The first executable, bound to the static buffers.
+  Status InstantiateFirst();
+  // The executable to launch for these caller buffers; null (not an error)
+  // when the tensors overlap, are not aligned like the static buffers, or
+  // CUDA refused to bind this set before: staging answers those. An error
+  // when CUDA refuses a rewrite now (a memcpy endpoint in pinned-host or
+  // managed memory): the set is remembered.
+  StatusOr<const GraphExec*> Bind(Args inputs, Args outputs, int64_t* new_variants);
+  // Bind for the capture's probe, whose buffers are encore's snapshots: the
+  // statistics stay as they were.
+  StatusOr<const GraphExec*> BindForProbe(Args inputs, Args outputs);
+
+  bool Accepts(Args inputs, Args outputs, uint64_t key) override;
+  StatusOr<GraphExec> Instantiate(const Addresses& to) override;
+  Status Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key) override;
+
+ private:
+  DirectForm() = default;
+  Status Clone(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion);
+  // Writes `to` into exec's nodes (with `exec` null, the graph's own nodes)
+  // whose tensors are not where `bound` says (with `bound` null, every one).
+  Status Write(cudaGraphExec_t exec, const Addresses* bound, const Addresses& to);
+  Status WriteKernel(cudaGraphExec_t exec, const Addresses* bound, KernelSite& k, const Addresses& to);
+  Status WriteEndpoints(cudaGraphExec_t exec, const Addresses* bound, EndpointSite& e, const Addresses& to);
+
+  Graph graph_;
+  std::vector<KernelSite> kernels_;
+  std::vector<EndpointSite> endpoints_;
+  Addresses static_;
+  int64_t sites_ = 0;
+  size_t nodes_ = 0;
+  bool bumps_sequence_ = false;
+  bool has_memory_nodes_ = false;
+  Cache variants_;
+  // Address sets whose rewrite CUDA refused: the staged graph answers them.
+  MissRing refused_;
+  int64_t refused_rewrites_ = 0;
+};
+
+// Whether every non-empty tensor starts on the 256-byte boundary the static
+// buffers, and so the captured kernels, had.
+bool AlignedLikeStatic(Args inputs, Args outputs);
+// Whether any two of the caller's tensors share a byte (empty ones never do).
+bool TensorsOverlap(Args inputs, Args outputs);
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_BINDING_INTERNAL_DIRECT_FORM_H_

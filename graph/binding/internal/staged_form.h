@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// StagedForm: a captured graph whose body ran on encore's static buffers,
+// with staging kernel nodes of encore's around it (graph/binding/
+// internal/staging.h): heads that copy the caller's tensors in and publish
+// the caller's output addresses, tails that copy the outputs back out. Its
+// executables differ only in the heads' caller addresses, so a replay whose
+// addresses moved rewrites at most one node per eight tensors.
+#ifndef ENCORE_GRAPH_BINDING_INTERNAL_STAGED_FORM_H_
+#define ENCORE_GRAPH_BINDING_INTERNAL_STAGED_FORM_H_
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "encore/core/status.h"
+#include "encore/core/tensor.h"
+#include "encore/graph/graph.h"
+#include "graph/binding/internal/address_set.h"
+#include "graph/binding/internal/staging.h"
+#include "graph/binding/internal/variant_cache.h"
+
+namespace encore {
+
+class StreamCapture;
+
+// One head staging node: its node in the captured graph, its launch
+// (function, grid, block, read after the capture) and parameters, and which
+// caller tensor (inputs first, then outputs) each copy reads and each
+// published address names.
+struct HeadNode {
+  cudaGraphNode_t node = nullptr;
+  cudaKernelNodeParams launch{};
+  StageParams params{};
+  std::array<int, StageParams::kMaxCopies> copy_tensor{};
+  std::array<int, StageParams::kMaxCopies> publish_tensor{};
+};
+
+// What the staging nodes of one capture copy, and where.
+struct StagingPlan {
+  Args inputs;           // the caller's tensors
+  Args outputs;
+  Args static_inputs;    // the graph's buffers for them
+  Args static_outputs;
+  bool outputs_in = false;  // heads also copy the caller's outputs in (data an earlier stage left)
+  bool copy_out = true;     // heads publish, tails copy the outputs out (copy_outputs)
+  void** out_table = nullptr;                // where heads publish the caller's output addresses
+  unsigned long long* sequence = nullptr;    // head 0 bumps it (device checks); may be null
+  // Padded graphs (on_new_shape=pad): the rows ring, and the device words
+  // heads and tails share; the tensors seen at the bucket's batch.
+  PadRowsShared* rows = nullptr;
+  uint64_t* launch_slot = nullptr;
+  uint64_t* out_bytes = nullptr;
+  Args graph_inputs;
+  Args graph_outputs;
+};
+
+// An executable made by rewriting another graph's executable in place
+// (cudaGraphExecUpdate) keeps naming that graph's nodes in rewrites.
+struct StagedExtra {
+  std::shared_ptr<Graph> source;
+  std::vector<cudaGraphNode_t> heads;
+};
+
+class StagedForm : public VariantForm<GraphExec, StagedExtra> {
+ public:
+  using Cache = VariantCache<GraphExec, StagedExtra>;
+
+  // During the capture: the head nodes (always at least one: head 0 bumps
+  // the check sequence), recorded on cap's stream.
+  Status AddHeads(const StagingPlan& plan, StreamCapture& cap, cudaStream_t stream);
+  // The tail nodes (at least one for a padded graph: its last counts the
+  // launch). Their nodes are appended to `nodes`.
+  Status AddTails(const StagingPlan& plan, StreamCapture& cap, cudaStream_t stream,
+                  std::vector<cudaGraphNode_t>* nodes);
+  // After the capture: each head's launch as the graph holds it.
+  Status ReadLaunches();
+  // After ReadLaunches: heads also copy these caller tensors (outputs no
+  // node of the body refers to) into their static buffers, so one the body
+  // leaves as it is comes back unchanged. False when the heads have no room
+  // (eight copies each): nothing changed.
+  StatusOr<bool> AddRoundTrips(const std::vector<int>& tensors, const StagingPlan& plan);
+
+  const std::vector<HeadNode>& heads() const { return heads_; }
+  std::vector<cudaGraphNode_t> head_nodes() const;
+  // The first executable, and later ones; the graph they are made from.
+  void SetGraph(std::shared_ptr<Graph> graph) { graph_ = std::move(graph); }
+  const std::shared_ptr<Graph>& graph() const { return graph_; }
+  Cache& variants() { return variants_; }
+  void set_max_variants(size_t n) { variants_ = Cache(n); }
+  // The caller's addresses as the captured heads hold them (the capture
+  // call's): what the first executable is bound to.
+  Addresses CapturedAddresses() const;
+
+  bool Accepts(Args, Args, uint64_t) override { return true; }
+  StatusOr<GraphExec> Instantiate(const Addresses& to) override;
+  Status Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key) override;
+
+ private:
+  // The head's parameters with the caller's addresses `to`.
+  StageParams ParamsFor(const HeadNode& h, const Addresses& to) const;
+  std::vector<HeadNode> heads_;
+  std::shared_ptr<Graph> graph_;
+  size_t num_tensors_ = 0;
+  Cache variants_;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_BINDING_INTERNAL_STAGED_FORM_H_

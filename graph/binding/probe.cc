@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "graph/binding/internal/probe.h"
+
+#include <string>
+#include <vector>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+#include "graph/binding/internal/binding_choice.h"
+
+namespace encore {
+namespace {
+
+constexpr int kPoison = 0xFF;  // NaN in every float type, -1 in every signed integer
+
+std::string Failed(std::string_view what) { return "the probe failed (" + std::string(what) + ")"; }
+
+}  // namespace
+
+void Probe::Begin(Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
+  // The direct form is built while the staged launch runs: decided, not made.
+  if (p_.flags.binding == Binding::kStaged || piece_.binding.binding != Binding::kDirect) return;
+  std::vector<DeviceStateRegion> regions = piece_.device_states;
+  if (p_.checks.sequence() != nullptr && bumps_sequence_) {
+    // The direct form bumps the check sequence too: its second launch must
+    // not count twice.
+    regions.push_back({p_.checks.sequence(), sizeof(unsigned long long), "device-check sequence"});
+  }
+  StatusOr<ConstantGuard*> guard = p_.Guard(stream);
+  StatusOr<VerifiedLaunch> v = guard.ok() ? VerifiedLaunch::Begin(inputs, outputs, std::move(regions), *guard,
+                                                                  p_.GuardBudget(), stream)
+                                          : StatusOr<VerifiedLaunch>(guard.status());
+  if (!v.ok()) {
+    StageInstead(p_, piece_, "the probe could not start (" + std::string(v.status().message()) + ")", index);
+    return;
+  }
+  probe_ = *std::move(v);
+}
+
+void Probe::QueueFirstCheck(cudaStream_t stream, int64_t index) {
+  if (!probe_) return;
+  if (Status s = probe_->QueueFirstCheck(stream); !s.ok()) {
+    StageInstead(p_, piece_, "the probe could not check the constants (" + std::string(s.message()) + ")", index);
+    probe_.reset();
+  }
+}
+
+void Probe::Finish(Args outputs, cudaStream_t stream, int64_t index) {
+  if (p_.flags.binding == Binding::kStaged) return;
+  const bool probing = probe_.has_value() && piece_.direct;
+  const GraphExec* exec = nullptr;
+  std::string why = probing ? Prepare(stream, &exec) : "this rank stages the graph";
+  if (p_.votes.several_ranks()) {
+    // The probe launches the graph, and so its collectives, once more:
+    // every rank launches it or none does. A rank votes once nothing but
+    // the launch is left.
+    std::string veto = p_.votes.Vote(why, "binding probe");
+    if (why.empty() && !veto.empty()) why = "another rank cannot probe (" + veto + ")";
+  }
+  if (!probing) return;  // staged already, with its reason
+  if (why.empty()) why = Run(*exec, outputs, stream);
+  // The state as the staged launch left it, whatever the probe did.
+  if (Status kept = probe_->KeepGraphResult(stream); !kept.ok() && why.empty()) {
+    why = "the probe could not restore the device state (" + std::string(kept.message()) + ")";
+  }
+  p_.last_launch.RecordWork(stream);  // the restoring copies come after the launch's record
+  probe_.reset();
+  if (!why.empty()) StageInstead(p_, piece_, why, index);
+}
+
+std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
+  StatusOr<std::string> rewound = probe_->Rewind(stream);
+  if (!rewound.ok()) return "the probe could not rewind the device state (" + std::string(rewound.status().message()) + ")";
+  if (!rewound->empty()) return *rewound;  // a constant changed outside what was saved: not run again
+  // Rewind waited for the staged launch: a check failure recorded now is
+  // the call's, which its next call reports, and a failure in the probe's
+  // run could not be told from it.
+  if (p_.checks.failure_pending()) {
+    return "a device check failed in the capture's launch, so the probe could not tell its own checks apart";
+  }
+  const Args probe_outputs = outputs_in_ ? Args() : probe_->eager_outputs();
+  for (Args refs : {Args(entry_.static_inputs), Args(entry_.static_outputs), probe_outputs}) {
+    for (const TensorRef& t : refs) {
+      if (t.span_bytes() == 0) continue;
+      if (Status s = CudaResult(cuda().MemsetAsync(t.data, kPoison, t.span_bytes(), stream), CudaCall::kMemsetAsync);
+          !s.ok()) {
+        return Failed(s.message());
+      }
+    }
+  }
+  StatusOr<const GraphExec*> bound = piece_.direct->BindForProbe(probe_->eager_inputs(), probe_->eager_outputs());
+  if (!bound.ok()) return Failed(bound.status().message());
+  // The snapshots are aligned and disjoint, so the form does not decline them.
+  if (*bound == nullptr) return Failed("its snapshots could not be bound");
+  *exec = *bound;
+  return {};
+}
+
+std::string Probe::Run(const GraphExec& exec, Args outputs, cudaStream_t stream) {
+  std::string why;
+  Status s = exec.Launch(stream);
+  if (s.ok()) {
+    StatusOr<std::string> diff = probe_->Compare(outputs, p_.flags.verify_tolerance, stream, /*whole_device=*/false);
+    if (!diff.ok()) s = diff.status();
+    if (diff.ok() && !diff->empty()) {
+      why = "the probe found a reference the scan could not see: with encore's buffers poisoned, the direct form "
+            "differs from the staged graph (" + *diff + "; graph = staged, eager = direct)";
+    }
+  }
+  if (!s.ok()) {
+    ClearCudaError();
+    why = Failed(s.message());
+  }
+  // No failure was pending before the probe: one recorded now is a check
+  // in the direct form that read the poison through a reference the scan
+  // missed. It is the probe's evidence, not a failure of any call.
+  if (std::string check = p_.checks.DiscardFailure(); !check.empty() && why.empty()) {
+    why = "a device check failed in the probe's run ('" + check +
+          "'): with encore's buffers poisoned, a check reads memory the scan did not bind";
+  }
+  return why;
+}
+
+}  // namespace encore

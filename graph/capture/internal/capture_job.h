@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// What one capture call has made so far (CaptureJob), and one piece of it
+// (PieceJob), passed from step to step of the capture pipeline.
+#ifndef ENCORE_GRAPH_CAPTURE_INTERNAL_CAPTURE_JOB_H_
+#define ENCORE_GRAPH_CAPTURE_INTERNAL_CAPTURE_JOB_H_
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "encore/core/status.h"
+#include "encore/graph/graph.h"
+#include "encore/graph/method_report.h"
+#include "encore/policy/capture_policy.h"
+#include "graph/binding/internal/binding_choice.h"
+#include "graph/binding/internal/direct_form.h"
+#include "graph/control/internal/graph_walk.h"
+#include "graph/instance/internal/call_plan.h"
+#include "graph/instance/internal/graph_entry.h"
+#include "graph/instance/internal/method_body.h"
+#include "graph/verify/internal/verified_launch.h"
+
+namespace encore {
+
+struct CaptureJob {
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  const CallPlan* plan = nullptr;
+  cudaStream_t stream = nullptr;   // the caller's
+  cudaStream_t capture = nullptr;  // the stream the capture records
+  int64_t index = 0;
+  bool recapture = false;
+  std::unique_ptr<GraphEntry> entry = std::make_unique<GraphEntry>();
+  // Where head nodes tell tail nodes the caller's output addresses; for a
+  // padded graph also how many bytes of each to copy out, and the launch's
+  // number in the rows ring.
+  void** out_table = nullptr;
+  uint64_t* out_bytes = nullptr;
+  uint64_t* launch_slot = nullptr;
+  bool updated_in_place = false;
+  bool control_ready = false;  // body streams and the loop record exist
+  // Verification of the whole call (every segment) against an eager run.
+  bool verifying = false;
+  std::optional<VerifiedLaunch> verify;
+  int graphed = 0;  // pieces whose graph launched
+  // The first piece failure, and the eager_reason its calls count under
+  // when no piece is graphed.
+  std::string failure;
+  std::string_view failure_code = eager_reason::kCaptureFailed;
+};
+
+struct PieceJob {
+  const Segment* segment = nullptr;
+  PieceGraph* piece = nullptr;
+  std::optional<Graph> graph;
+  StagedNodes nodes;
+  int64_t checks_before = 0;  // DeviceChecks::graph_checks() before the body
+  ConditionalBodies bodies;   // of the conditional nodes Call::If and While made
+  // What building the direct form needs, when it was chosen: built while
+  // the staged graph's first launch runs.
+  std::optional<BindingInput> direct;
+  std::vector<std::shared_ptr<void>> kept;
+};
+
+struct StageFailure {
+  CaptureStage stage = CaptureStage::kBegin;
+  Status status;
+  bool cuda_capture_error = false;
+};
+using StageResult = std::optional<StageFailure>;  // nullopt: the step succeeded
+
+inline StageResult Failed(CaptureStage stage, Status s, bool cuda_capture_error = false) {
+  return StageFailure{stage, std::move(s), cuda_capture_error};
+}
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_CAPTURE_INTERNAL_CAPTURE_JOB_H_

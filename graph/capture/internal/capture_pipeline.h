@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// CapturePipeline: one capture call, as separate short steps. Prepare
+// (memory, events, streams; nothing captured yet), then each segment of the
+// body in order: a piece is recorded (the stream capture: staging heads,
+// the stages' bodies, staging tails, the completion record), finalized
+// (scanned, bound, instantiated or an old executable updated in place) and
+// launched once (with the direct form's probe after it); an eager stage
+// runs eagerly between them. Commit keeps the graphs. A piece that fails
+// runs its stages eagerly on this call, and from then on; when no piece
+// is graphed, graphs go off for the method. Nothing throws once a capture
+// has begun (the body's exceptions become a Status).
+#ifndef ENCORE_GRAPH_CAPTURE_INTERNAL_CAPTURE_PIPELINE_H_
+#define ENCORE_GRAPH_CAPTURE_INTERNAL_CAPTURE_PIPELINE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "encore/core/status.h"
+#include "graph/capture/internal/capture_job.h"
+#include "graph/instance/internal/call_plan.h"
+#include "graph/instance/internal/instance_parts.h"
+
+namespace encore {
+
+class StreamCapture;
+
+class CapturePipeline {
+ public:
+  explicit CapturePipeline(InstanceParts& parts) : p_(parts) {}
+
+  // Captures the call's signature, launches it (the call's result) and
+  // keeps the graphs; `recapture`: the method had a graph for another
+  // signature.
+  Status Run(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture);
+
+ private:
+  // --- the call (capture_pipeline.cc)
+  StageResult Prepare(CaptureJob& job);
+  StageResult PrepareControl(CaptureJob& job);
+  Status AllocateStaticBuffers(CaptureJob& job);
+  Status RunSegments(CaptureJob& job);
+  Status Commit(CaptureJob& job);
+  // The call stopped part way (a stage failed): nothing of it is kept.
+  Status Abandon(CaptureJob& job, Status status);
+  // Prepare failed: the call runs eagerly and graphs go off.
+  Status FailBeforeAnyPiece(CaptureJob& job, const StageFailure& f);
+  void LogCaptured(const CaptureJob& job, const GraphEntry& e) const;
+
+  // --- one piece (piece_capture.cc)
+  Status CapturePiece(CaptureJob& job, const Segment& segment);
+  StageResult Record(CaptureJob& job, PieceJob& pj);
+  // The stages' bodies recorded, with a ConditionalCapture for their Call::
+  // If and While when the capture prepared for them.
+  Status RecordBody(CaptureJob& job, PieceJob& pj);
+  StageResult EndRecord(CaptureJob& job, PieceJob& pj, StreamCapture& cap, Status failure);
+  StageResult Finalize(CaptureJob& job, PieceJob& pj);
+  // Outputs no node refers to: written outside the capture (a failure), or
+  // copied in as well as out so they come back as the body leaves them.
+  StageResult CheckUnreferenced(CaptureJob& job, PieceJob& pj, const std::vector<bool>& referenced, bool complete);
+  StageResult Instantiate(CaptureJob& job, PieceJob& pj);
+  Status FirstLaunch(CaptureJob& job, PieceJob& pj);
+  // Runs the piece's stages eagerly on this call (when nothing of its graph
+  // ran) and marks it eager from then on.
+  Status FailPiece(CaptureJob& job, PieceJob& pj, const StageFailure& f);
+  StagingPlan Staging(const CaptureJob& job, const Segment& segment) const;
+
+  InstanceParts& p_;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_CAPTURE_INTERNAL_CAPTURE_PIPELINE_H_

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+// One piece of a capture call: record, finalize, first launch.
+#include <string>
+#include <vector>
+
+#include "encore/core/cuda_api.h"
+#include "encore/core/cuda_error.h"
+#include "encore/core/device_state.h"
+#include "encore/core/scoped_thread_capture.h"
+#include "graph/binding/internal/binding_choice.h"
+#include "graph/binding/internal/probe.h"
+#include "graph/capture/internal/capture_pipeline.h"
+#include "graph/capture/internal/outside_work.h"
+#include "graph/capture/internal/stream_capture.h"
+#include "graph/control/internal/conditional_capture.h"
+#include "graph/instance/internal/launch.h"
+#include "graph/internal/messages.h"
+
+namespace encore {
+namespace {
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
+}  // namespace
+
+StagingPlan CapturePipeline::Staging(const CaptureJob& job, const Segment& segment) const {
+  const GraphEntry& e = *job.entry;
+  StagingPlan plan;
+  plan.inputs = job.plan->inputs;
+  plan.outputs = job.plan->outputs;
+  plan.static_inputs = e.static_inputs;
+  plan.static_outputs = e.static_outputs;
+  // After an eager stage (or a piece), the outputs may carry data.
+  plan.outputs_in = segment.first > 0 && p_.flags.copy_outputs;
+  plan.copy_out = p_.flags.copy_outputs;
+  plan.out_table = job.out_table;
+  plan.sequence = p_.checks.sequence();
+  if (job.plan->padded()) {
+    plan.rows = p_.pad.rows().device();
+    plan.launch_slot = job.launch_slot;
+    plan.out_bytes = job.out_bytes;
+    plan.graph_inputs = job.plan->graph_inputs;
+    plan.graph_outputs = job.plan->graph_outputs;
+  }
+  return plan;
+}
+
+Status CapturePipeline::CapturePiece(CaptureJob& job, const Segment& segment) {
+  PieceJob pj;
+  pj.segment = &segment;
+  pj.piece = &job.entry->pieces[segment.index];
+  StageResult failed = Record(job, pj);
+  if (!failed) failed = Finalize(job, pj);
+  if (failed) return FailPiece(job, pj, *failed);
+  return FirstLaunch(job, pj);
+}
+
+StageResult CapturePipeline::Record(CaptureJob& job, PieceJob& pj) {
+  // Tells the readback shims this thread is capturing, so a read on a stream
+  // other than the captured one refuses instead of breaking the capture.
+  ScopedThreadCapture thread_capture;
+  NvtxScope range(p_.nvtx, NvtxRange::kCaptureRecord);
+  GraphEntry& e = *job.entry;
+  // Poisoned, so an output written by work outside the capture shows.
+  if (Status s = PoisonOutputs(e.static_outputs, job.capture); !s.ok()) return Failed(CaptureStage::kBegin, s);
+  if (job.control_ready) {
+    // The loops' counters live as long as the graph (device memory: made
+    // before the capture).
+    StatusOr<LoopCounters> counters = LoopCounters::Create();
+    if (!counters.ok()) return Failed(CaptureStage::kBegin, counters.status());
+    pj.piece->loop_counters = std::make_unique<LoopCounters>(*std::move(counters));
+  }
+  StatusOr<StreamCapture> cap = StreamCapture::Begin(job.capture);
+  if (!cap.ok()) return Failed(CaptureStage::kBegin, cap.status());
+  const StagingPlan plan = Staging(job, *pj.segment);
+  Status failure = pj.piece->staged.AddHeads(plan, *cap, job.capture);
+  if (failure.ok()) failure = RecordBody(job, pj);
+  if (failure.ok() && p_.flags.binding != Binding::kStaged) {
+    // Where the direct form's completion record will attach.
+    StatusOr<std::vector<cudaGraphNode_t>> f = cap->Frontier();
+    if (f.ok()) pj.nodes.body_frontier = *std::move(f);
+    if (!f.ok()) failure = f.status();
+  }
+  if (failure.ok()) failure = pj.piece->staged.AddTails(plan, *cap, job.capture, &pj.nodes.tails);
+  return EndRecord(job, pj, *cap, std::move(failure));
+}
+
+Status CapturePipeline::RecordBody(CaptureJob& job, PieceJob& pj) {
+  const GraphEntry& e = *job.entry;
+  // Device state the body's shims advance per launch, which a second run of
+  // the call rewinds first.
+  ScopedDeviceStateRecorder states(&pj.piece->device_states);
+  pj.checks_before = p_.checks.graph_checks();
+  std::optional<ConditionalCapture> control;
+  if (job.control_ready) {
+    control.emplace(ControlResources{&p_.body_streams, pj.piece->loop_counters.get(), p_.loops.device(),
+                                     p_.checks.sequence()});
+    p_.recording = &*control;
+  }
+  Status s = p_.runner.RunCaptured(pj.segment->first, pj.segment->last, e.static_inputs, e.static_outputs,
+                                   job.capture, job.index, &pj.kept);
+  p_.recording = nullptr;
+  if (control) {
+    pj.piece->conditional = control->conditionals() > 0;
+    pj.bodies = control->bodies();
+  }
+  return s;
+}
+
+StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapture& cap, Status failure) {
+  (void)job;
+  // The graph's last work, which the completion record node will follow.
+  std::vector<cudaGraphNode_t> frontier;
+  if (failure.ok()) {
+    StatusOr<std::vector<cudaGraphNode_t>> f = cap.Frontier();
+    if (f.ok()) frontier = *std::move(f);
+    if (!f.ok()) failure = f.status();
+  }
+  bool capture_error = false;
+  StatusOr<Graph> g = cap.End(&capture_error);
+  // A CUDA call the capture cannot record usually also invalidates it;
+  // ending the capture said whether CUDA saw it that way.
+  if (!failure.ok()) return Failed(CaptureStage::kMethod, failure, capture_error);
+  if (!g.ok()) return Failed(CaptureStage::kEndCapture, g.status(), capture_error);
+  // Every launch records the last-launch event as its last node, so Release
+  // and a launch on another stream can wait for it without an API call per
+  // replay.
+  cudaGraphNode_t record = nullptr;
+  if (Status s = CudaResult(cuda().GraphAddEventRecordNode(&record, g->get(), frontier.data(), frontier.size(),
+                                                           p_.last_launch.event()),
+                            CudaCall::kGraphAddEventRecordNode);
+      !s.ok()) {
+    return Failed(CaptureStage::kEndCapture, s);
+  }
+  pj.nodes.heads = pj.piece->staged.head_nodes();
+  pj.nodes.record = record;
+  pj.graph = *std::move(g);
+  return std::nullopt;
+}
+
+StageResult CapturePipeline::CheckUnreferenced(CaptureJob& job, PieceJob& pj, const std::vector<bool>& referenced,
+                                               bool complete) {
+  GraphEntry& e = *job.entry;
+  if (!complete) return std::nullopt;  // the scan could not read every node: no conclusion
+  StatusOr<std::string> outside = WorkOutsideCapture(e.static_outputs, referenced, job.capture);
+  if (!outside.ok()) return Failed(CaptureStage::kMethod, outside.status());
+  if (!outside->empty()) return Failed(CaptureStage::kMethod, FailedPreconditionError(*outside));
+  if (!p_.flags.copy_outputs) return std::nullopt;
+  std::vector<int> untouched;
+  for (size_t i = 0; i < e.static_outputs.size(); ++i) {
+    const size_t t = e.static_inputs.size() + i;
+    if (!referenced[t] && e.static_outputs[i].span_bytes() > 0) untouched.push_back(static_cast<int>(t));
+  }
+  if (untouched.empty()) return std::nullopt;
+  StatusOr<bool> added = pj.piece->staged.AddRoundTrips(untouched, Staging(job, *pj.segment));
+  if (!added.ok()) return Failed(CaptureStage::kEndCapture, added.status());
+  if (!*added) {
+    p_.log.Warn("output_not_round_tripped",
+                {{"method", p_.name}, {"outputs", untouched.size()},
+                 {"detail", "no node refers to these outputs and the staging heads have no room to copy them in: "
+                            "a replay copies the graph's buffer out whether or not the body wrote it"}});
+  }
+  return std::nullopt;
+}
+
+StageResult CapturePipeline::Finalize(CaptureJob& job, PieceJob& pj) {
+  PieceGraph& piece = *pj.piece;
+  GraphEntry& e = *job.entry;
+  // Nodes inside conditional bodies count too.
+  if (StatusOr<size_t> n = CountNodesRecursive(pj.graph->get(), &pj.bodies); n.ok()) piece.nodes = *n;
+  if (Status s = piece.staged.ReadLaunches(); !s.ok()) return Failed(CaptureStage::kEndCapture, s);
+  piece.staged.SetGraph(std::make_shared<Graph>(*std::move(pj.graph)));
+  const std::vector<cudaGraphNode_t> ours = pj.nodes.all();
+  ScanResult scan = ReferenceScan::Run(piece.staged.graph()->get(), e.static_inputs, e.static_outputs, ours, &pj.bodies);
+  if (StageResult f = CheckUnreferenced(job, pj, scan.referenced, scan.complete)) return f;
+  const bool body_checks = p_.checks.graph_checks() > pj.checks_before;
+  if (body_checks && p_.checks.sequence() != nullptr && !piece.staged.heads().empty()) {
+    pj.nodes.check_sequence = p_.checks.sequence();
+    pj.nodes.head_launch = piece.staged.heads().front().launch;
+  }
+  pj.direct = ChoosePieceBinding(p_, piece, BindingInput{std::move(scan), pj.nodes, job.plan->padded(), body_checks,
+                                                         e.static_inputs, e.static_outputs});
+  return Instantiate(job, pj);
+}
+
+StageResult CapturePipeline::Instantiate(CaptureJob& job, PieceJob& pj) {
+  PieceGraph& piece = *pj.piece;
+  // A graph with conditional nodes may have one executable at a time, and
+  // CUDA does not update one in place.
+  piece.staged.set_max_variants(piece.conditional ? 1 : MaxExecVariants(piece.nodes));
+  // Under kRecapture with the cache full, the least recently used graph's
+  // executable updated in place when CUDA accepts it: cheaper than a new
+  // instantiation.
+  if (job.recapture && !piece.conditional &&
+      static_cast<int>(p_.cache.size()) >= p_.pad.GraphCap(p_.flags.max_graphs)) {
+    NvtxScope range(p_.nvtx, NvtxRange::kCaptureUpdate);
+    if (p_.cache.AdoptLruExecutable(*job.entry)) {
+      job.updated_in_place = true;
+      ++p_.counters.updates_in_place;
+      return std::nullopt;
+    }
+  }
+  NvtxScope range(p_.nvtx, NvtxRange::kCaptureInstantiate);
+  StatusOr<GraphExec> exec = GraphExec::Instantiate(*piece.staged.graph());
+  if (!exec.ok()) return Failed(CaptureStage::kInstantiate, exec.status());
+  ++p_.counters.instantiations;
+  piece.staged.variants().Add(*std::move(exec), piece.staged.CapturedAddresses());
+  return std::nullopt;
+}
+
+Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
+  PieceGraph& piece = *pj.piece;
+  if (std::string veto = p_.votes.Vote({}, "first launch"); !veto.empty()) {
+    job.failure_code = eager_reason::kRanks;
+    return FailPiece(job, pj, StageFailure{CaptureStage::kFirstLaunch, FailedPreconditionError(veto)});
+  }
+  const CallPlan& plan = *job.plan;
+  if (job.verify) {
+    // The shims this piece draws from, as they are before its launch.
+    if (Status s = job.verify->AddRegions(piece.device_states, job.stream); !s.ok()) {
+      p_.log.Warn("verify_skipped", {{"method", p_.name}, {"call", job.index}, {"reason", s.message()}});
+      job.verify.reset();
+    }
+  }
+  Probe probe(p_, piece, *job.entry, Staging(job, *pj.segment).outputs_in,
+              pj.direct && pj.direct->nodes.check_sequence != nullptr);
+  (void)p_.last_launch.Join(job.stream);
+  probe.Begin(plan.inputs, plan.outputs, job.stream, job.index);
+  Status launched = plan.padded() ? StageRows(p_, plan.batch) : OkStatus();
+  if (launched.ok()) {
+    NvtxScope range(p_.nvtx, NvtxRange::kCaptureFirstLaunch);
+    launched = LaunchGraph(p_, piece.staged.variants().at(0).exec, job.stream, job.index, true);
+  }
+  if (!launched.ok()) {
+    // cudaGraphLaunch returned an error, so nothing of the graph ran and the
+    // eager retry cannot apply the call twice.
+    Status eager = FailPiece(job, pj, StageFailure{CaptureStage::kFirstLaunch, launched});
+    // The other ranks launched, and vote on the probe once that launch is
+    // done: after this rank's eager retry ran the same collectives, its no
+    // keeps them from running the probe's.
+    if (p_.votes.several_ranks() && p_.flags.binding != Binding::kStaged) {
+      (void)p_.votes.Vote("this rank's first launch failed", "binding probe");
+    }
+    return eager;
+  }
+  // While the staged launch runs: the probe's first check, queued, and the
+  // direct form built on the host.
+  probe.QueueFirstCheck(job.stream, job.index);
+  if (pj.direct) BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+  // On every rank, probing or not: Finish casts the probe's vote.
+  probe.Finish(plan.outputs, job.stream, job.index);
+  piece.graphed = true;
+  piece.kept = std::move(pj.kept);
+  ++job.graphed;
+  return OkStatus();
+}
+
+Status CapturePipeline::FailPiece(CaptureJob& job, PieceJob& pj, const StageFailure& f) {
+  PieceGraph& piece = *pj.piece;
+  const Status named = NameMethod(p_.name, f.status);
+  const CaptureFailure c = ClassifyCaptureFailure(f.stage, named, f.cuda_capture_error, /*graph_launched=*/false);
+  // Every failure before the first launch is this rank's "no" in the vote
+  // the other ranks cast just before their first launch.
+  const bool vetoed = job.failure_code == eager_reason::kRanks && f.stage == CaptureStage::kFirstLaunch;
+  if (f.stage != CaptureStage::kFirstLaunch) (void)p_.votes.Vote(c.reason, "first launch");
+  ++p_.counters.capture_failures;
+  const std::vector<std::string> stages = p_.body.StageNames(*pj.segment);
+  p_.log.Log(c.expected || vetoed ? spdlog::level::info : spdlog::level::warn, "capture_failed",
+             {{"method", p_.name}, {"call", job.index}, {"stage", vetoed ? "vote" : CaptureStageName(c.stage)},
+              {"reason", c.status.message()}, {"expected", c.expected || vetoed}, {"stages", Joined(stages)}});
+  const std::string reason = vetoed ? std::string(f.status.message()) : "capture failed at " + c.reason;
+  piece = PieceGraph();
+  piece.eager_reason = reason;
+  if (job.failure.empty()) job.failure = reason;
+  if (!c.retry_eagerly) return c.status;
+  // An error the failed capture left in CUDA's last-error slot (a real out
+  // of memory, an invalidated capture) is encore's, not the body's.
+  ClearCudaError();
+  Status s = p_.runner.RunStages(pj.segment->first, pj.segment->last, job.plan->inputs, job.plan->outputs, job.stream,
+                                 CallKind::kEager, job.index);
+  if (!s.ok()) p_.log.Error("eager_failed", {{"method", p_.name}, {"call", job.index}, {"error", s.ToString()}});
+  return s;
+}
+
+}  // namespace encore

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one way a method instance launches a graph (captures and replays
+// alike), and the padded rows every padded launch reads.
+#ifndef ENCORE_GRAPH_INSTANCE_INTERNAL_LAUNCH_H_
+#define ENCORE_GRAPH_INSTANCE_INTERNAL_LAUNCH_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "encore/core/status.h"
+#include "encore/graph/graph.h"
+#include "graph/binding/internal/address_set.h"
+#include "graph/instance/internal/graph_entry.h"
+#include "graph/instance/internal/instance_parts.h"
+
+namespace encore {
+
+// `stream` joined to the last launch, then the launch. `bumps_sequence`:
+// the graph bumps the device-check sequence, so the launch ring records it.
+Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence);
+// Hands the next padded launch its batch through the rows ring.
+Status StageRows(InstanceParts& p, int64_t batch);
+// Where a launch of `g` leaves its results: the caller's outputs, or with
+// copy_outputs=false the graph's static outputs (which the caller reads).
+inline Args GraphOutputs(const InstanceParts& p, const GraphEntry& g, Args outputs) {
+  return p.flags.copy_outputs ? outputs : Args(g.static_outputs);
+}
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_INSTANCE_INTERNAL_LAUNCH_H_

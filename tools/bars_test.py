@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tools/bars.py on small synthetic files: over and under the bars, braces
+that are not code, and the exit status.
+  python3 tools/bars_test.py [PATH/TO/bars.py]"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BARS = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "bars.py"))
+_spec = importlib.util.spec_from_file_location("bars", BARS)
+bars = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bars)
+
+
+def body(n, text="  x += 1;\n"):
+    """A function body of exactly `n` lines, signature and `}` included."""
+    return "{\n" + text * (n - 2) + "}\n"
+
+
+def lengths(source):
+    return {name: length for name, _, length in bars.functions(bars.tokenize(source))}
+
+
+class FunctionLengthTest(unittest.TestCase):
+    def test_counts_from_the_signature_end_to_the_closing_brace(self):
+        src = "int f(int x) " + body(60) + "\nint g(int x) " + body(61) + "int h() { return 1; }\n"
+        self.assertEqual(lengths(src), {"f": 60, "g": 61, "h": 1})
+
+    def test_a_signature_over_several_lines_counts_from_its_last_line(self):
+        src = "int f(int a,\n      int b,\n      int c) " + body(10)
+        self.assertEqual(lengths(src), {"f": 10})
+
+    def test_braces_in_comments_strings_chars_and_raw_strings_are_not_code(self):
+        src = ('void f() {\n'
+               '  // } a comment {\n'
+               '  /* } { } */\n'
+               '  const char* s = "}}} \\" {";\n'
+               '  char c = \'}\', d = \'\\\'\';\n'
+               '  const char* r = R"x(} )" })x";\n'
+               '  const char* u = u8R"(})";\n'
+               '  int n = 1\'000\'000;\n'
+               '#define OPEN {\n'
+               '}\n'
+               'void g() {}\n')
+        self.assertEqual(lengths(src), {"f": 10, "g": 1})
+
+    def test_lambdas_and_local_classes_count_within_their_function(self):
+        src = "void f() {\n  auto l = [](int x) {\n" + "    x++;\n" * 60 + "  };\n  struct L { void m() {} };\n}\n"
+        self.assertEqual(lengths(src), {"f": 65})
+
+    def test_names_of_members_constructors_operators_and_templates(self):
+        src = ("namespace a::b {\n"
+               "Foo::Foo(int a) : a_{a}, b_(a), c_{} " + body(3) +
+               "Foo::~Foo() {}\n"
+               "bool Foo::operator==(const Foo& o) const { return true; }\n"
+               "int Foo::operator()(int x) const noexcept { return x; }\n"
+               "template <class T, int N = 2>\nT Bar<T>::Get() const { return {}; }\n"
+               "auto Foo::Make() -> std::vector<int> " + body(4) +
+               "class Baz : public Foo {\n public:\n  int Size() const { return 0; }\n"
+               "  std::function<void(int)> f_{[](int) {}};\n"
+               "  std::array<int, 2> a_{1, 2};\n};\n"
+               "}  // namespace a::b\n")
+        self.assertEqual(lengths(src), {"Foo::Foo": 3, "Foo::~Foo": 1, "Foo::operator==": 1,
+                                        "Foo::operator()": 1, "Bar<T>::Get": 1, "Foo::Make": 4, "Size": 1})
+
+    def test_initializers_enums_and_extern_blocks_are_not_functions(self):
+        src = ('extern "C" {\nint c_api(void) { return 0; }\n}\n'
+               "enum class E { kA, kB };\n"
+               "constexpr int kTable[] = {1, 2, 3};\n"
+               "const auto kLambda = [](int x) { return x; };\n"
+               "struct S { int v = 1; } kS{2};\n")
+        self.assertEqual(lengths(src), {"c_api": 1})
+
+
+class CommandLineTest(unittest.TestCase):
+    def setUp(self):
+        self._dir = tempfile.TemporaryDirectory()
+        self.dir = self._dir.name
+
+    def tearDown(self):
+        self._dir.cleanup()
+
+    def write(self, rel, text):
+        path = os.path.join(self.dir, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run_bars(self, *args):
+        r = subprocess.run([sys.executable, BARS] + list(args), capture_output=True, text=True)
+        return r.returncode, r.stdout.splitlines()
+
+    def test_under_the_bars_prints_nothing_and_exits_0(self):
+        self.write("lib/ok.cc", "int f() " + body(60) + "\n" * 300)
+        self.assertEqual(self.run_bars(os.path.join(self.dir, "lib")), (0, []))
+
+    def test_over_the_bars_names_the_function_and_the_file_and_exits_1(self):
+        long_file = self.write("lib/long.cc", "// x\n" * 401)
+        long_fn = self.write("lib/fn.h", "#pragma once\n\ninline int Sum(int x) " + body(61))
+        rc, out = self.run_bars(os.path.join(self.dir, "lib"))
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, [long_fn + ":3: function Sum is 61 lines (limit 60)",
+                               long_file + ":1: file is 401 lines (limit 400)"])
+
+    def test_flags_move_the_bars(self):
+        path = self.write("lib/a.cc", "void f() " + body(20) + "// x\n" * 30)
+        self.assertEqual(self.run_bars("--max-function-lines", "20", "--max-file-lines", "50", path), (0, []))
+        rc, out = self.run_bars("--max-function-lines=19", "--max-file-lines=49", path)
+        self.assertEqual((rc, out), (1, [path + ":1: file is 50 lines (limit 49)",
+                                         path + ":1: function f is 20 lines (limit 19)"]))
+
+    def test_tests_and_other_folders_are_left_out_of_a_walk(self):
+        long_fn = "void f() " + body(70)
+        for rel in ("lib/a_test.cc", "lib/a_gpu_test.cc", "lib/a_test_kernels.cu", "lib/tests/a.cc",
+                    "lib/bench/a.cc", "lib/examples/a.cc", "lib/third_party/a.cc", "lib/notes.txt"):
+            self.write(rel, long_fn)
+        kernel = self.write("lib/k.cu", "__global__ void Kernel(float* x) " + body(70))
+        rc, out = self.run_bars(os.path.join(self.dir, "lib"))
+        self.assertEqual((rc, out), (1, [kernel + ":1: function Kernel is 70 lines (limit 60)"]))
+        # A file named on the command line is checked whatever its name.
+        rc, out = self.run_bars(os.path.join(self.dir, "lib/a_test.cc"))
+        self.assertEqual(rc, 1)
+
+    def test_a_missing_path_is_a_usage_error(self):
+        rc, _ = self.run_bars(os.path.join(self.dir, "nothing_here"))
+        self.assertEqual(rc, 2)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
