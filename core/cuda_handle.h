@@ -51,6 +51,9 @@ class CudaHandle {
     if (h_ == Handle{}) return cudaSuccess;
     return Traits::Destroy(std::exchange(h_, Handle{}));
   }
+  // Gives the handle up without destroying it, for a handle CUDA cannot
+  // destroy safely (ConditionalCapture::body_capture_broken). Empty afterwards.
+  [[nodiscard]] Handle Release() noexcept { return std::exchange(h_, Handle{}); }
 
  private:
   Handle h_{};

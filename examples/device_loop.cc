@@ -160,19 +160,27 @@ struct Cg {
   float* rs = Alloc<float>(1);
   bool* more = Alloc<bool>(1);
   int* iterations = Alloc<int>(1);
+  // x of the one-Run-per-iteration variant: state a call reads and updates
+  // in place, so a constant (an output is only written; a graph whose
+  // output is staged would read its own copy, not the last call's x).
+  float* x = Alloc<float>(kN);
   std::vector<encore::Constant> Constants() const {
     return {{"A", a, kN * kN * sizeof(float), /*read_only=*/true}, {"r", r, kN * sizeof(float)},
             {"p", p, kN * sizeof(float)}, {"rs", rs, sizeof(float)}, {"more", more, sizeof(bool)},
             {"iterations", iterations, sizeof(int)}};
   }
-  // Input b, output x.
-  encore::Status Start(encore::Call& c) const {
-    return Ok(ex::LaunchCgStart(static_cast<const float*>(c.input(0).data), kN, static_cast<float*>(c.output(0).data),
-                                r, p, rs, more, kTol, iterations, c.stream()));
+  std::vector<encore::Constant> StepConstants() const {
+    std::vector<encore::Constant> all = Constants();
+    all.push_back({"x", x, kN * sizeof(float)});
+    return all;
   }
-  encore::Status Step(encore::Call& c) const {
-    return Ok(ex::LaunchCgStep(a, kN, static_cast<float*>(c.output(0).data), r, p, rs, more, kTol, iterations,
-                               c.stream()));
+  // Input b; x is the call's output (one Run per solve) or the state above.
+  encore::Status Start(encore::Call& c, float* xs) const {
+    return Ok(ex::LaunchCgStart(static_cast<const float*>(c.input(0).data), kN, xs, r, p, rs, more, kTol, iterations,
+                                c.stream()));
+  }
+  encore::Status Step(encore::Call& c, float* xs) const {
+    return Ok(ex::LaunchCgStep(a, kN, xs, r, p, rs, more, kTol, iterations, c.stream()));
   }
 };
 
@@ -209,17 +217,19 @@ void RunCg(encore::Manager& mgr, cudaStream_t s) {
   EX_CUDA(cudaMemcpy(cg.a, a.data(), a.size() * 4, cudaMemcpyHostToDevice));
   auto solve_fn = [&cg](int64_t bound) {
     return [&cg, bound](encore::Call& c) -> encore::Status {
-      ENCORE_RETURN_IF_ERROR(cg.Start(c));
-      return c.While(cg.more, [&cg](encore::Call& body) { return cg.Step(body); }, bound);
+      float* x = static_cast<float*>(c.output(0).data);
+      ENCORE_RETURN_IF_ERROR(cg.Start(c, x));
+      return c.While(cg.more, [&cg, x](encore::Call& body) { return cg.Step(body, x); }, bound);
     };
   };
   encore::Method* solve = Register(mgr, "cg_solve", solve_fn(kN), cg.Constants());
-  encore::Method* start = Register(mgr, "cg_start", [&cg](encore::Call& c) { return cg.Start(c); }, cg.Constants());
-  encore::Method* step = Register(mgr, "cg_step", [&cg](encore::Call& c) { return cg.Step(c); }, cg.Constants());
+  encore::Method* start =
+      Register(mgr, "cg_start", [&cg](encore::Call& c) { return cg.Start(c, cg.x); }, cg.StepConstants());
+  encore::Method* step =
+      Register(mgr, "cg_step", [&cg](encore::Call& c) { return cg.Step(c, cg.x); }, cg.StepConstants());
   float* b = Alloc<float>(kN);
   float* x1 = Alloc<float>(kN);
-  float* x2 = Alloc<float>(kN);
-  encore::TensorRef tb = ex::Floats(b, {kN}), tx1 = ex::Floats(x1, {kN}), tx2 = ex::Floats(x2, {kN});
+  encore::TensorRef tb = ex::Floats(b, {kN}), tx1 = ex::Floats(x1, {kN});
   bool* more_host = nullptr;
   EX_CUDA(cudaMallocHost(&more_host, 1));
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -236,16 +246,16 @@ void RunCg(encore::Manager& mgr, cudaStream_t s) {
     if (i >= 5) us_solve += NowUs() - t0;
     const int its = Download(cg.iterations, 1)[0];
     t0 = NowUs();
-    EX_OK(start->Run({&tb, 1}, {&tx2, 1}, s));
+    EX_OK(start->Run({&tb, 1}, {}, s));
     EX_CUDA(cudaMemcpyAsync(more_host, cg.more, 1, cudaMemcpyDeviceToHost, s));
     EX_CUDA(cudaStreamSynchronize(s));
     while (*more_host) {
-      EX_OK(step->Run({&tb, 1}, {&tx2, 1}, s));
+      EX_OK(step->Run({&tb, 1}, {}, s));
       EX_CUDA(cudaMemcpyAsync(more_host, cg.more, 1, cudaMemcpyDeviceToHost, s));
       EX_CUDA(cudaStreamSynchronize(s));
     }
     if (i >= 5) us_iter += NowUs() - t0, iterations += its;
-    const std::vector<float> xa = Download(x1, kN), xb = Download(x2, kN);
+    const std::vector<float> xa = Download(x1, kN), xb = Download(cg.x, kN);
     Expect(xa == xb && Download(cg.iterations, 1)[0] == its, "solve " + std::to_string(i) + ": the same x both ways");
     worst = std::max(worst, Residual(a, xa, hb));
     if (i < 3) std::printf("  solve %d: %d iterations, max |Ax - b| %.2e\n", i, its, Residual(a, xa, hb));

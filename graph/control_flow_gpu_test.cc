@@ -105,7 +105,9 @@ TEST_F(ControlFlowTest, ARunawayLoopStopsAtItsBoundAndTheNextRunSaysSo) {
   for (int call = 1; call <= 4; ++call) {
     StatusOr<float> y = RunOnce(m, 1.0f, call == 4 ? 10 : 2);  // call 4 replays
     ASSERT_TRUE(y.ok()) << y.status();
-    if (call == 4) EXPECT_EQ(*y, 4.0f);  // stopped at the bound
+    if (call == 4) {
+      EXPECT_EQ(*y, 4.0f);  // stopped at the bound
+    }
   }
   StatusOr<float> next = RunOnce(m, 1.0f, 2);
   ASSERT_FALSE(next.ok());
@@ -144,6 +146,33 @@ TEST_F(ControlFlowTest, AnIfFollowsTheDeviceFlagOnEveryReplay) {
     EXPECT_EQ(*y, x > 0 ? 10.0f * x : x) << "x " << x;
   }
   EXPECT_EQ(m->Report().phase, MethodPhase::kReplay) << m->Report().graphs_off_reason;
+}
+
+// A body that breaks its own capture (a stream sync, legal eagerly) fails
+// the capture: the call still returns the right value, eagerly, and the
+// graph is given up rather than destroyed (destroying it crashed the driver
+// inside cuGraphDestroy on the H200, driver 580).
+TEST_F(ControlFlowTest, AnIfBodyThatBreaksItsOwnCaptureRunsEagerly) {
+  DeviceBuffer<bool> flag(1);
+  Method* m = Register("breaks", [&flag](Call& c) -> Status {
+    const float* x = static_cast<const float*>(c.input(0).data);
+    float* y = static_cast<float*>(c.output(0).data);
+    ENCORE_RETURN_IF_ERROR(Ok(testing::LaunchAffine(x, y, 1.0f, 0.0f, 1, c.stream()), "copy"));
+    ENCORE_RETURN_IF_ERROR(Ok(testing::LaunchGreater(x, 0.0f, flag.get(), c.stream()), "greater"));
+    return c.If(flag.get(), [x, y](Call& b) {
+      (void)cudaStreamSynchronize(b.stream());  // invalidates the body's capture
+      return Ok(testing::LaunchAffine(x, y, 10.0f, 0.0f, 1, b.stream()), "then");
+    });
+  });
+  const float xs[] = {1, -1, 2, -3, 4, -5, 6};
+  for (float x : xs) {
+    StatusOr<float> y = RunOnce(m, x, 0);
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(*y, x > 0 ? 10.0f * x : x) << "x " << x;
+  }
+  const MethodReport r = m->Report();
+  EXPECT_GE(r.capture_failures, 1) << r.graphs_off_reason;
+  EXPECT_EQ(r.replays, 0);
 }
 
 TEST_F(ControlFlowTest, AnIfInsideAWhileNests) {

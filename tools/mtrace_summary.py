@@ -23,14 +23,14 @@ def main(trace_path, maps_path):
             continue
         caller, op, addr, size = int(m.group(1), 16), m.group(2), m.group(3), m.group(4)
         if op == '+':
-            live[addr] = (caller, int(size, 16))
+            live[addr] = (caller, int(size, 16) if size else 0)
         elif op == '-':
             live.pop(addr, None)
         elif op in '<>':  # realloc: '<' old, '>' new
             if op == '<':
                 live.pop(addr, None)
             else:
-                live[addr] = (caller, int(size, 16))
+                live[addr] = (caller, int(size, 16) if size else 0)
     by_file, by_site = {}, {}
     for caller, size in live.values():
         lo, name = next(((lo, f) for lo, hi, f in maps if lo <= caller < hi), (0, '?'))

@@ -107,6 +107,7 @@ Status CapturePipeline::RecordBody(CaptureJob& job, PieceJob& pj) {
   if (control) {
     pj.piece->conditional = control->conditionals() > 0;
     pj.bodies = control->bodies();
+    pj.body_capture_broken = control->body_capture_broken();
   }
   return s;
 }
@@ -119,6 +120,11 @@ StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapt
     StatusOr<std::vector<cudaGraphNode_t>> f = cap.Frontier();
     if (f.ok()) frontier = *std::move(f);
     if (!f.ok()) failure = f.status();
+  }
+  if (pj.body_capture_broken) {
+    cap.EndAndGiveUp();
+    return Failed(CaptureStage::kMethod,
+                  failure.ok() ? FailedPreconditionError("an If/While body's own capture was broken") : failure, true);
   }
   bool capture_error = false;
   StatusOr<Graph> g = cap.End(&capture_error);

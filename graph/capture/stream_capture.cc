@@ -55,6 +55,17 @@ StatusOr<cudaGraphNode_t> StreamCapture::LastNode() const {
   return f[0];
 }
 
+void StreamCapture::EndAndGiveUp() noexcept {
+  bool capture_error = false;
+  StatusOr<Graph> g = End(&capture_error);
+  if (g.ok()) (void)g->Release();  // see the header: destroying it crashes the driver
+  try {  // the application's logger (ScopedEventLog) may throw
+    ScopedEventLog().Error("body_capture_broken",
+                           {{"method", ScopedMethod()}, {"action", "the captured graph is kept, not destroyed"}});
+  } catch (...) {
+  }
+}
+
 StatusOr<Graph> StreamCapture::End(bool* cuda_capture_error) {
   *cuda_capture_error = false;
   open_ = false;

@@ -47,13 +47,13 @@ void EndCaptureForReal(cudaStream_t stream) {
 // The capture of one body stream into its body graph; ended on every path.
 class BodyCapture {
  public:
-  explicit BodyCapture(cudaStream_t stream) : stream_(stream) {}
+  BodyCapture(cudaStream_t stream, bool* broken) : stream_(stream), broken_(broken) {}
   BodyCapture(const BodyCapture&) = delete;
   BodyCapture& operator=(const BodyCapture&) = delete;
   ~BodyCapture() {
     if (!open_) return;
     cudaGraph_t g = nullptr;
-    (void)cuda().StreamEndCapture(stream_, &g);
+    if (cuda().StreamEndCapture(stream_, &g) != cudaSuccess) *broken_ = true;
     EndCaptureForReal(stream_);
   }
   Status End() {
@@ -61,12 +61,14 @@ class BodyCapture {
     cudaGraph_t g = nullptr;
     cudaError_t err = cuda().StreamEndCapture(stream_, &g);
     if (err == cudaSuccess) return OkStatus();
+    *broken_ = true;
     EndCaptureForReal(stream_);
     return CudaResult(err, CudaCall::kStreamEndCapture, "ending the capture of an If/While body");
   }
 
  private:
   cudaStream_t stream_;
+  bool* broken_;
   bool open_ = true;
 };
 
@@ -155,7 +157,7 @@ Status ConditionalCapture::Add(const Site& site, cudaStream_t stream, const bool
 Status ConditionalCapture::CaptureBody(const Site& site, unsigned long long handle, const bool* cond,
                                        cudaStream_t body_stream, cudaGraph_t body_graph, const BodyFn& body) {
   ENCORE_CUDA_CALL(StreamBeginCaptureToGraph, body_stream, body_graph, nullptr, 0, cudaStreamCaptureModeThreadLocal);
-  BodyCapture capture(body_stream);
+  BodyCapture capture(body_stream, &body_capture_broken_);
   {
     DepthScope nested(this);
     ENCORE_RETURN_IF_ERROR(body(body_stream));

@@ -71,7 +71,10 @@ class ControlGpuTest : public GpuStreamTest {
   StatusOr<Captured> Capture(const CaptureFn& fn, ControlResources res) {
     ENCORE_ASSIGN_OR_RETURN(StreamCapture capture, StreamCapture::Begin(s()));
     ConditionalCapture cc(res);
-    ENCORE_RETURN_IF_ERROR(fn(cc, s()));
+    if (Status st = fn(cc, s()); !st.ok()) {
+      if (cc.body_capture_broken()) capture.EndAndGiveUp();
+      return st;
+    }
     bool capture_error = false;
     ENCORE_ASSIGN_OR_RETURN(Graph graph, capture.End(&capture_error));
     ENCORE_ASSIGN_OR_RETURN(GraphExec exec, GraphExec::Instantiate(graph));

@@ -61,6 +61,7 @@ struct PieceJob {
   StagedNodes nodes;
   int64_t checks_before = 0;  // DeviceChecks::graph_checks() before the body
   ConditionalBodies bodies;   // of the conditional nodes Call::If and While made
+  bool body_capture_broken = false;  // ConditionalCapture::body_capture_broken
   // What building the direct form needs, when it was chosen: built while
   // the staged graph's first launch runs.
   std::optional<BindingInput> direct;

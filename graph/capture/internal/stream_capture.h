@@ -39,6 +39,10 @@ class StreamCapture {
   // reported a capture error (the capture was invalidated by an unsupported
   // call, say) rather than something else.
   StatusOr<Graph> End(bool* cuda_capture_error);
+  // Ends the capture and gives its graph up undestroyed: for a graph holding
+  // a conditional body whose own capture broke, which CUDA's driver (580)
+  // crashes destroying (ConditionalCapture::body_capture_broken). Logged.
+  void EndAndGiveUp() noexcept;
 
  private:
   StreamCapture(cudaStream_t s, CaptureTicket ticket) : stream_(s), open_(true), ticket_(std::move(ticket)) {}

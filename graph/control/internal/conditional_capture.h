@@ -70,6 +70,12 @@ class ConditionalCapture {
   // conditional on the captured stream itself).
   int depth() const { return depth_; }
   int max_depth() const { return max_depth_; }
+  // True once a body's capture ended in an error (a body that broke its own
+  // capture, say with a stream sync). The driver on the H200 (580) then
+  // crashes in cuGraphDestroy of the enclosing graph, so its owner gives
+  // that graph up instead of destroying it (a bounded leak per such
+  // capture, logged as body_capture_broken).
+  bool body_capture_broken() const { return body_capture_broken_; }
 
  private:
   struct Site {
@@ -90,6 +96,7 @@ class ConditionalCapture {
   int loops_ = 0;
   int depth_ = 0;
   int max_depth_ = 0;
+  bool body_capture_broken_ = false;
 };
 
 }  // namespace encore
