@@ -14,13 +14,20 @@ set(ENCORE_CPU_TESTS
   core/rate_limiter_test
   core/status_test
   core/tensor_test
-  graph/capture_fence_test
-  graph/device_check_kernel_args_test
-  graph/direct_graph_test
-  graph/graph_dump_test
+  graph/binding/direct_form_test
+  graph/binding/variant_cache_test
+  graph/capture/capture_fence_test
+  graph/capture/graph_dump_test
+  graph/checks/device_check_kernel_args_test
+  graph/control/conditional_support_test
+  graph/control/control_args_test
+  graph/instance/method_body_test
   graph/manager_test
   graph/method_report_test
-  graph/output_compare_test
+  graph/verify/block_map_test
+  graph/verify/checksum_hash_test
+  graph/verify/output_compare_test
+  graph/verify/verify_args_test
   policy/binding_policy_test
   policy/call_signature_test
   policy/capture_policy_test
