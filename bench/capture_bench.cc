@@ -6,9 +6,14 @@
 // binding=staged and binding=auto, methods taking turns, median of 3 each:
 // the capture's time (MethodReport::last_capture_us), the device memory it
 // holds afterwards beyond staged's, and the growth of the process's peak
-// resident memory. Then verify_every=10 on the first size: a verified
-// launch's end-to-end time against a replay plus an eager call.
+// resident memory, and where an auto capture's time went (the engine's
+// capture_phases debug line, median of 3). Then verify_every=10 on the first
+// size: a verified launch's end-to-end time against a replay plus an eager
+// call.
+//
+//   capture_bench [--kernels N] [weights_MiB...]   (N: 160 by default)
 #include <cuda_runtime.h>
+#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -17,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,7 +35,7 @@ namespace {
 
 #define CK(x) EX_CUDA(x)
 
-constexpr int kKernels = 160;
+int kKernels = 160;  // --kernels
 constexpr size_t kStateBytes = size_t{20} << 20;
 constexpr int kN = 4096;  // floats of input and output
 
@@ -111,6 +117,24 @@ Capture CaptureOnce(encore::Method* m, encore::TensorRef& in, encore::TensorRef&
 
 double MedianOf(std::vector<double> v) { return encore::bench::Median(std::move(v)); }
 
+// The engine's debug lines, where the capture_phases of each capture are.
+std::ostringstream g_log;
+
+// "name_us=12.3" fields of the last capture_phases line, in order.
+std::vector<std::pair<std::string, double>> LastPhases() {
+  const std::string text = g_log.str();
+  const size_t at = text.rfind("event=capture_phases");
+  std::vector<std::pair<std::string, double>> out;
+  if (at == std::string::npos) return out;
+  std::istringstream line(text.substr(at, text.find('\n', at) - at));
+  for (std::string field; line >> field;) {
+    const size_t eq = field.find('=');
+    if (eq == std::string::npos || eq < 4 || field.compare(eq - 3, 3, "_us") != 0) continue;
+    out.emplace_back(field.substr(0, eq - 3), std::strtod(field.c_str() + eq + 1, nullptr));
+  }
+  return out;
+}
+
 void CaptureCost(encore::Manager& mgr, size_t weight_mib, cudaStream_t s, encore::TensorRef& in,
                  encore::TensorRef& out, int* serial) {
   Model model;
@@ -124,11 +148,13 @@ void CaptureCost(encore::Manager& mgr, size_t weight_mib, cudaStream_t s, encore
   CK(cudaMemset(model.weights, 0, model.weight_bytes));
   CK(cudaMemset(model.state, 0, kStateBytes));
   std::vector<double> us[2], held[2], rss[2];
+  std::vector<std::vector<std::pair<std::string, double>>> phases;
   encore::Method* last[2] = {};
   for (int r = 0; r < 3; ++r) {
     for (int b = 0; b < 2; ++b) {  // the two bindings take turns
       encore::Method* m = Register(mgr, model, b == 0 ? encore::Binding::kStaged : encore::Binding::kAuto, 0, ++*serial);
       Capture c = CaptureOnce(m, in, out, s);
+      if (b == 1) phases.push_back(LastPhases());
       us[b].push_back(c.us);
       held[b].push_back(c.held_mib);
       rss[b].push_back(c.rss_kib);
@@ -146,6 +172,15 @@ void CaptureCost(encore::Manager& mgr, size_t weight_mib, cudaStream_t s, encore
   std::printf("  peak RSS growth during the capture call: staged %.0f KiB, auto %.0f KiB\n", MedianOf(rss[0]),
               MedianOf(rss[1]));
   std::printf("  binding reason: %s\n", ra.binding_reason.c_str());
+  if (!phases.empty() && !phases[0].empty()) {
+    std::printf("  auto capture phases (us, median of %zu):", phases.size());
+    for (size_t i = 0; i < phases[0].size(); ++i) {
+      std::vector<double> v;
+      for (const auto& ph : phases) v.push_back(i < ph.size() ? ph[i].second : 0);
+      std::printf(" %s %.1f", phases[0][i].first.c_str(), MedianOf(v));
+    }
+    std::printf("\n");
+  }
   for (encore::Method* m : last) (void)m->Release();
   CK(cudaFree(model.weights));
   CK(cudaFree(model.state));
@@ -215,7 +250,13 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::vector<size_t> sizes;
-  for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--kernels" && i + 1 < argc) {
+      kKernels = std::atoi(argv[++i]);
+      continue;
+    }
+    sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  }
   if (sizes.empty()) sizes = {256, 8192};
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -225,7 +266,8 @@ int main(int argc, char** argv) {
   CK(cudaMemset(x, 0, kN * sizeof(float)));
   encore::TensorRef in{x, encore::DType::kFloat32, {kN}, {}}, out{y, encore::DType::kFloat32, {kN}, {}};
   encore::ManagerOptions mo;
-  mo.logger = std::make_shared<spdlog::logger>("quiet");
+  mo.logger = std::make_shared<spdlog::logger>("phases", std::make_shared<spdlog::sinks::ostream_sink_st>(g_log));
+  mo.logger->set_level(spdlog::level::debug);
   auto mgr = *encore::Manager::Create(mo);
   int serial = 0;
   std::printf("capture_bench: %d kernels, 20 MiB written state, weights listed (not read_only)\n", kKernels);

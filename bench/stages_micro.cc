@@ -78,11 +78,13 @@ encore::Method* RegisterOneFn(encore::Manager& mgr, int k) {
   return *m;
 }
 
-cudaGraphExec_t CaptureChain(const float* in, float* out, int k, cudaStream_t s) {
+// `record`: the graph ends with an event record node, as encore's do.
+cudaGraphExec_t CaptureChain(const float* in, float* out, int k, cudaStream_t s, cudaEvent_t record = nullptr) {
   cudaGraph_t g;
   cudaGraphExec_t e;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   CK(encore::bench::LaunchAddOneChain(in, out, kN, k, s));
+  if (record != nullptr) CK(cudaEventRecord(record, s));
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&e, g, 0));
   CK(cudaGraphDestroy(g));
@@ -123,8 +125,21 @@ int main(int argc, char** argv) {
     CK(EagerWork(out_floor, s));
     CK(cudaGraphLaunch(second, s));
   };
+  // The same with each graph ending in an event record node (encore's
+  // completion record): what that node costs.
+  cudaEvent_t ev;
+  CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  float* out_rec;
+  CK(cudaMalloc(&out_rec, kBytes));
+  const cudaGraphExec_t first_rec = CaptureChain(in, out_rec, k, s, ev), second_rec = CaptureChain(out_rec, out_rec, k, s, ev);
+  auto floor_rec = [&](int) {
+    CK(cudaGraphLaunch(first_rec, s));
+    CK(EagerWork(out_rec, s));
+    CK(cudaGraphLaunch(second_rec, s));
+  };
   encore::bench::Variants v = {
       {"floor", floor},
+      {"floor + record nodes", floor_rec},
       {"encore stages", [&](int) { EX_OK(stages->Run({&tin, 1}, {&t_stages, 1}, s)); }},
       {"encore one fn (eager)", [&](int) { EX_OK(one_fn->Run({&tin, 1}, {&t_fn, 1}, s)); }},
       {"raw eager", [&](int) {
@@ -151,12 +166,16 @@ int main(int argc, char** argv) {
   bool ok = true;
   const std::vector<float> want(kN, static_cast<float>(2 * k + 1));
   for (const auto& [name, p] : std::map<std::string, float*>{
-           {"floor", out_floor}, {"encore stages", out_stages}, {"encore one fn", out_fn}, {"raw eager", out_raw}}) {
+           {"floor", out_floor}, {"floor + record", out_rec}, {"encore stages", out_stages}, {"encore one fn", out_fn}, {"raw eager", out_raw}}) {
     const bool equal = Read(p) == want;
     ok = ok && equal;
     std::printf("  output %-14s %s\n", name.c_str(), equal ? "bit-equal to 2K+1" : "WRONG");
   }
   const encore::MethodReport rs = stages->Report(), rf = one_fn->Report();
+  for (const encore::PieceReport& pr : rs.pieces) {
+    std::printf("  piece %s: graphed %d, %zu nodes, %lld replays, reason: %s\n", pr.stages.front().c_str(),
+                pr.graphed ? 1 : 0, pr.graph_nodes, static_cast<long long>(pr.replays), pr.reason.c_str());
+  }
   std::printf("  stages: replays %lld, pieces %zu graphed %d/%d; one fn: eager %lld (%s)\n",
               static_cast<long long>(rs.replays), rs.pieces.size(),
               static_cast<int>(std::count_if(rs.pieces.begin(), rs.pieces.end(), [](auto& p) { return p.graphed; })),

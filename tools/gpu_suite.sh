@@ -281,7 +281,10 @@ do_run() {
     cs="$(find_sanitizer)" || die "--$sanitizer_tool: compute-sanitizer not found on PATH or in /usr/local/cuda/bin"
     # API errors are left out: the failure-path tests make CUDA calls that a
     # capture refuses on purpose; the tools are here for memory errors and races.
-    sanitizer=("$cs" --tool "$sanitizer_tool" --error-exitcode 99)
+    # Only the test binary itself: the trap-mode tests end a child process's
+    # CUDA context with a device trap on purpose, which the tool would
+    # report as the binary's error.
+    sanitizer=("$cs" --tool "$sanitizer_tool" --error-exitcode 99 --target-processes application-only)
     [[ "$sanitizer_tool" == memcheck ]] && sanitizer+=(--report-api-errors no)
     say "$sanitizer_tool: $cs"
   fi
@@ -322,8 +325,32 @@ do_run() {
     n=$((n + 1))
   done
   ((n > 0)) || say "warning: nothing to run in $gpu_bin${filter:+ matching '$filter'}"
+  [[ -z "$sanitizer_tool" ]] || sanitizer_totals
   # test_summary.py's last line is the summary; its exit status is ours.
   python3 "$summary_py" "${args[@]}"
+}
+
+# compute-sanitizer's own count for every binary's log ("ERROR SUMMARY: N
+# errors", its last line there), one line for the run: a binary whose log
+# holds no summary is named, since the tool did not finish there.
+sanitizer_totals() {
+  local log count total=0 with_errors=() without=() logs=0
+  for log in "$results"/*.log; do
+    [[ -f "$log" ]] || continue
+    logs=$((logs + 1))
+    # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N
+    # hazards displayed (N errors, N warnings)".
+    count="$(grep -Eo '(ERROR SUMMARY: [0-9]+ error|RACECHECK SUMMARY: .*\([0-9]+ error)' "$log" | tail -n 1 |
+      grep -Eo '[0-9]+ error' | grep -Eo '[0-9]+')"
+    if [[ -z "$count" ]]; then
+      without+=("$(basename "$log" .log)")
+    elif ((count > 0)); then
+      total=$((total + count))
+      with_errors+=("$(basename "$log" .log)=$count")
+    fi
+  done
+  say "$sanitizer_tool: $total errors reported in $logs binaries${with_errors[*]:+ (${with_errors[*]})}"
+  ((${#without[@]} == 0)) || say "$sanitizer_tool: no ERROR SUMMARY (the tool did not finish) in: ${without[*]}"
 }
 
 do_bench() {

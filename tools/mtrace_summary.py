@@ -16,27 +16,33 @@ def main(trace_path, maps_path):
         lo, hi = (int(x, 16) for x in parts[0].split('-'))
         maps.append((lo, hi, parts[5] if len(parts) > 5 else '[anon]'))
     live = {}
-    pat = re.compile(r'@ (?:\S*\[)?(0x[0-9a-f]+)\]? ([+<>-]) (0x[0-9a-f]+)(?: (0x[0-9a-f]+))?')
+    # glibc writes the caller as "FILE:[OFFSET]" or "FILE:(SYMBOL+OFF)[OFFSET]"
+    # (OFFSET from FILE's load address) when it knows the file, else "[ADDRESS]".
+    pat = re.compile(r'@ (?:(\S*?):(?:\([^)]*\))?)?\[(0x[0-9a-f]+)\] ([+<>-]) (0x[0-9a-f]+)(?: (0x[0-9a-f]+))?')
     for line in open(trace_path, errors='replace'):
         m = pat.search(line)
         if not m:
             continue
-        caller, op, addr, size = int(m.group(1), 16), m.group(2), m.group(3), m.group(4)
+        where, caller = m.group(1), int(m.group(2), 16)
+        op, addr, size = m.group(3), m.group(4), m.group(5)
         if op == '+':
-            live[addr] = (caller, int(size, 16) if size else 0)
+            live[addr] = (where, caller, int(size, 16) if size else 0)
         elif op == '-':
             live.pop(addr, None)
         elif op in '<>':  # realloc: '<' old, '>' new
             if op == '<':
                 live.pop(addr, None)
             else:
-                live[addr] = (caller, int(size, 16) if size else 0)
+                live[addr] = (where, caller, int(size, 16) if size else 0)
     by_file, by_site = {}, {}
-    for caller, size in live.values():
-        lo, name = next(((lo, f) for lo, hi, f in maps if lo <= caller < hi), (0, '?'))
+    for where, caller, size in live.values():
+        if where:  # an offset in that file already
+            lo, name = 0, where
+        else:
+            lo, name = next(((lo, f) for lo, hi, f in maps if lo <= caller < hi), (0, '?'))
         n, b = by_file.get(name, (0, 0))
         by_file[name] = (n + 1, b + size)
-        site = (name, caller - lo)  # an offset in the mapping: addr2line -e FILE after adding its file offset
+        site = (name, caller - lo)  # addr2line -e FILE OFFSET
         n, b = by_site.get(site, (0, 0))
         by_site[site] = (n + 1, b + size)
     for name, (n, b) in sorted(by_file.items(), key=lambda kv: -kv[1][1]):

@@ -35,6 +35,7 @@ Status CapturePipeline::Run(const CallPlan& plan, cudaStream_t stream, int64_t i
   job.recapture = recapture;
   p_.graphs.SetPhase(MethodPhase::kCapture, index);
   if (StageResult f = Prepare(job)) return FailBeforeAnyPiece(job, *f);
+  job.phases.prepare = Lap(&job.lap);
   // The snapshots are taken on this stream, after the last launch wherever
   // it ran. A join that fails here fails again at the launch, which answers.
   (void)p_.last_launch.Join(stream);
@@ -182,6 +183,14 @@ void CapturePipeline::LogCaptured(const CaptureJob& job, const GraphEntry& e) co
   size_t nodes = 0;
   for (const PieceGraph& piece : e.pieces) nodes += piece.graphed ? piece.graph_nodes() : 0;
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
+  if (p_.log.enabled(spdlog::level::debug)) {
+    const CapturePhases& ph = job.phases;
+    p_.log.Debug("capture_phases", {{"method", p_.name}, {"call", job.index}, {"nodes", nodes}, {"us", us},
+#define ENCORE_X_(name) {#name "_us", ph.name},
+                                    ENCORE_CAPTURE_PHASES_(ENCORE_X_)
+#undef ENCORE_X_
+                                   });
+  }
   if (!job.recapture) {
     p_.log.Info("captured", {{"method", p_.name}, {"call", job.index}, {"nodes", nodes},
                              {"signature", e.signature.ToString()}, {"updated_in_place", job.updated_in_place},

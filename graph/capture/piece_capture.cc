@@ -53,8 +53,11 @@ Status CapturePipeline::CapturePiece(CaptureJob& job, const Segment& segment) {
   PieceJob pj;
   pj.segment = &segment;
   pj.piece = &job.entry->pieces[segment.index];
+  job.lap = std::chrono::steady_clock::now();  // eager stages before this piece are not the capture's
   StageResult failed = Record(job, pj);
+  job.phases.record += Lap(&job.lap);
   if (!failed) failed = Finalize(job, pj);
+  job.phases.instantiate += Lap(&job.lap);
   if (failed) return FailPiece(job, pj, *failed);
   return FirstLaunch(job, pj);
 }
@@ -190,6 +193,7 @@ StageResult CapturePipeline::Finalize(CaptureJob& job, PieceJob& pj) {
   }
   pj.direct = ChoosePieceBinding(p_, piece, BindingInput{std::move(scan), pj.nodes, job.plan->padded(), body_checks,
                                                          e.static_inputs, e.static_outputs});
+  job.phases.scan += Lap(&job.lap);
   return Instantiate(job, pj);
 }
 
@@ -236,6 +240,7 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
               pj.direct && pj.direct->nodes.check_sequence != nullptr);
   (void)p_.last_launch.Join(job.stream);
   probe.Begin(plan.inputs, plan.outputs, job.stream, job.index);
+  job.phases.probe_begin += Lap(&job.lap);
   Status launched = plan.padded() ? StageRows(p_, plan.batch) : OkStatus();
   if (launched.ok()) {
     NvtxScope range(p_.nvtx, NvtxRange::kCaptureFirstLaunch);
@@ -255,10 +260,13 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   }
   // While the staged launch runs: the probe's first check, queued, and the
   // direct form built on the host.
+  job.phases.first_launch += Lap(&job.lap);
   probe.QueueFirstCheck(job.stream, job.index);
   if (pj.direct) BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+  job.phases.build_direct += Lap(&job.lap);
   // On every rank, probing or not: Finish casts the probe's vote.
   probe.Finish(plan.outputs, job.stream, job.index);
+  job.phases.probe_finish += Lap(&job.lap);
   piece.graphed = true;
   piece.kept = std::move(pj.kept);
   ++job.graphed;

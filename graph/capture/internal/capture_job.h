@@ -28,8 +28,29 @@
 
 namespace encore {
 
+// Where a capture call's time went, microseconds summed over its pieces
+// (logged at debug as capture_phases): what issue 23 asks to measure before
+// anything is cut.
+struct CapturePhases {
+#define ENCORE_CAPTURE_PHASES_(X) \
+  X(prepare) X(record) X(scan) X(instantiate) X(probe_begin) X(first_launch) X(build_direct) X(probe_finish)
+#define ENCORE_X_(name) double name = 0;
+  ENCORE_CAPTURE_PHASES_(ENCORE_X_)
+#undef ENCORE_X_
+};
+
+// Microseconds since *t, which then moves to now.
+inline double Lap(std::chrono::steady_clock::time_point* t) {
+  const auto now = std::chrono::steady_clock::now();
+  const double us = std::chrono::duration<double, std::micro>(now - *t).count();
+  *t = now;
+  return us;
+}
+
 struct CaptureJob {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point lap = t0;  // the end of the last phase timed
+  CapturePhases phases;
   const CallPlan* plan = nullptr;
   cudaStream_t stream = nullptr;   // the caller's
   cudaStream_t capture = nullptr;  // the stream the capture records
