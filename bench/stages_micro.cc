@@ -140,6 +140,10 @@ int main(int argc, char** argv) {
   encore::bench::Variants v = {
       {"floor", floor},
       {"floor + record nodes", floor_rec},
+      {"floor + one cudaEventRecord", [&](int i) {
+         floor(i);
+         CK(cudaEventRecord(ev, s));  // the alternative: one record per call from the host
+       }},
       {"encore stages", [&](int) { EX_OK(stages->Run({&tin, 1}, {&t_stages, 1}, s)); }},
       {"encore one fn (eager)", [&](int) { EX_OK(one_fn->Run({&tin, 1}, {&t_fn, 1}, s)); }},
       {"raw eager", [&](int) {
