@@ -281,10 +281,12 @@ do_run() {
     cs="$(find_sanitizer)" || die "--$sanitizer_tool: compute-sanitizer not found on PATH or in /usr/local/cuda/bin"
     # API errors are left out: the failure-path tests make CUDA calls that a
     # capture refuses on purpose; the tools are here for memory errors and races.
-    # Only the test binary itself: the trap-mode tests end a child process's
-    # CUDA context with a device trap on purpose, which the tool would
-    # report as the binary's error.
-    sanitizer=("$cs" --tool "$sanitizer_tool" --error-exitcode 99 --target-processes application-only)
+    # The trap-mode tests end a child process's CUDA context with a device
+    # trap on purpose, which the tool reports as one error of the binary
+    # (check_gpu_test, device_check_kernel_test). --target-processes
+    # application-only hides it but fails CheckGpuTest's trap test, so
+    # children stay tracked.
+    sanitizer=("$cs" --tool "$sanitizer_tool" --error-exitcode 99)
     [[ "$sanitizer_tool" == memcheck ]] && sanitizer+=(--report-api-errors no)
     say "$sanitizer_tool: $cs"
   fi
