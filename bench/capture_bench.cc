@@ -35,7 +35,7 @@ namespace {
 
 #define CK(x) EX_CUDA(x)
 
-int kKernels = 160;  // --kernels
+int g_kernels = 160;  // kernels per call; --kernels N
 constexpr size_t kStateBytes = size_t{20} << 20;
 constexpr int kN = 4096;  // floats of input and output
 
@@ -59,12 +59,12 @@ struct Model {
 
 encore::Status Body(const Model& m, encore::Call& c) {
   const size_t state_floats = kStateBytes / sizeof(float);
-  const size_t chunk = state_floats / kKernels;
+  const size_t chunk = state_floats / g_kernels;
   const size_t weight_floats = m.weight_bytes / sizeof(float);
-  for (int k = 0; k < kKernels; ++k) {
+  for (int k = 0; k < g_kernels; ++k) {
     // Each kernel reads its own 64 KiB of the weights (spread over them all)
     // and writes its chunk of the state and the output.
-    const size_t w_at = (weight_floats - 16384) / kKernels * k;
+    const size_t w_at = (weight_floats - 16384) / g_kernels * k;
     cudaError_t e = encore::bench::LaunchStateStep(static_cast<const float*>(c.input(0).data), m.weights + w_at,
                                                    m.state + chunk * k, chunk, static_cast<float*>(c.output(0).data),
                                                    kN, c.stream());
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> sizes;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--kernels" && i + 1 < argc) {
-      kKernels = std::atoi(argv[++i]);
+      g_kernels = std::atoi(argv[++i]);
       continue;
     }
     sizes.push_back(std::strtoull(argv[i], nullptr, 10));
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
   mo.logger->set_level(spdlog::level::debug);
   auto mgr = *encore::Manager::Create(mo);
   int serial = 0;
-  std::printf("capture_bench: %d kernels, 20 MiB written state, weights listed (not read_only)\n", kKernels);
+  std::printf("capture_bench: %d kernels, 20 MiB written state, weights listed (not read_only)\n", g_kernels);
   for (size_t mib : sizes) CaptureCost(*mgr, mib, s, in, out, &serial);
   VerifyCost(*mgr, sizes.front(), s, in, out, &serial);
   return 0;

@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
   CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   float* out_rec;
   CK(cudaMalloc(&out_rec, kBytes));
-  const cudaGraphExec_t first_rec = CaptureChain(in, out_rec, k, s, ev), second_rec = CaptureChain(out_rec, out_rec, k, s, ev);
+  const cudaGraphExec_t first_rec = CaptureChain(in, out_rec, k, s, ev);
+  const cudaGraphExec_t second_rec = CaptureChain(out_rec, out_rec, k, s, ev);
   auto floor_rec = [&](int) {
     CK(cudaGraphLaunch(first_rec, s));
     CK(EagerWork(out_rec, s));
@@ -170,7 +171,11 @@ int main(int argc, char** argv) {
   bool ok = true;
   const std::vector<float> want(kN, static_cast<float>(2 * k + 1));
   for (const auto& [name, p] : std::map<std::string, float*>{
-           {"floor", out_floor}, {"floor + record", out_rec}, {"encore stages", out_stages}, {"encore one fn", out_fn}, {"raw eager", out_raw}}) {
+           {"floor", out_floor},
+           {"floor + record", out_rec},
+           {"encore stages", out_stages},
+           {"encore one fn", out_fn},
+           {"raw eager", out_raw}}) {
     const bool equal = Read(p) == want;
     ok = ok && equal;
     std::printf("  output %-14s %s\n", name.c_str(), equal ? "bit-equal to 2K+1" : "WRONG");
