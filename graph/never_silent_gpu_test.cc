@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "encore/graph/manager.h"
 #include "encore/shims/read_scalar.h"
@@ -173,6 +174,57 @@ TEST_F(NeverSilentTest, APrecaptureThatFailsCountsNoEagerCall) {
   EXPECT_EQ(r.calls, 0);
   EXPECT_EQ(r.eager_calls, 0);
   EXPECT_TRUE(r.eager_by_reason.empty());
+}
+
+// The static buffers cannot be made (out of memory before any piece is
+// recorded): the call runs eagerly, but a Precapture is no call.
+TEST_F(NeverSilentTest, APrecaptureThatFailsBeforeAnyPieceCountsNoEagerCall) {
+  Method* m = Register("no_room", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); });
+  TensorRef ti{in_.get(), DType::kFloat32, {kN}, {}}, to{out_.get(), DType::kFloat32, {kN}, {}};
+  CudaFaultInjector faults;
+  faults.FailNth(CudaCall::kMalloc, 1, cudaErrorMemoryAllocation);
+  Status st = m->Precapture({&ti, 1}, {&to, 1}, s());
+  faults.ClearFailures();
+  EXPECT_EQ(faults.Failed(CudaCall::kMalloc), 1) << st;
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.capture_failures, 1) << st;
+  EXPECT_EQ(r.calls, 0);
+  EXPECT_EQ(r.eager_calls, 0);
+  EXPECT_TRUE(r.eager_by_reason.empty());
+}
+
+// Four inputs of 2^62 bytes each: their sum wraps a size_t to almost
+// nothing, which would fit any budget and send the capture to allocate
+// exabytes. Saturated, the reserve is over the budget and the call eager.
+TEST_F(NeverSilentTest, ACaptureReserveThatWouldWrapIsOverTheBudget) {
+  ManagerOptions o;
+  o.logger = logs_.logger();
+  o.graph_memory_budget = size_t{64} << 20;
+  auto mgr = Manager::Create(std::move(o));
+  ASSERT_TRUE(mgr.ok()) << mgr.status();
+  MethodSpec spec;
+  spec.name = "huge_inputs";
+  spec.fn = [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); };  // reads input 0 only
+  spec.constants = std::vector<Constant>{};
+  MethodFlags f;
+  f.warmup_calls = 0;
+  spec.flags = f;
+  auto m = (*mgr)->Register(std::move(spec));
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<float> v(kN);
+  for (int64_t i = 0; i < kN; ++i) v[i] = static_cast<float>(i);
+  in_.Upload(v);
+  const TensorRef huge{in_.get(), DType::kUInt8, {int64_t{1} << 62}, {}};
+  TensorRef ins[] = {{in_.get(), DType::kFloat32, {kN}, {}}, huge, huge, huge, huge};
+  TensorRef to{out_.get(), DType::kFloat32, {kN}, {}};
+  Status st = (*m)->Run(ins, {&to, 1}, s());
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(cudaStreamSynchronize(s()), cudaSuccess);
+  EXPECT_EQ(out_.Download()[7], 2.0f * 7 + 1.0f);
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.over_budget_calls, 1);
+  EXPECT_EQ(r.capture_failures, 0) << r.graphs_off_reason;
+  EXPECT_EQ(r.captures, 0);
 }
 
 TEST_F(NeverSilentTest, RecapturesAreLoggedAtMostOnceASecond) {

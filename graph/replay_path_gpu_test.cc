@@ -5,10 +5,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
 #include "encore/core/cuda_api.h"
+#include "encore/core/log.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/affine_call.h"
 #include "encore/tests/device_buffer.h"
@@ -93,6 +95,41 @@ TEST_F(ReplayPathGpuTest, AReplayIsOneGetDeviceAndOneGraphLaunch) {
   Expect(y1, 1.0f);
   Expect(y2, 500.0f);
   EXPECT_EQ(m->Report().replays, 8 - 1 + 2 * kCalls);
+}
+
+int g_launches = 0;
+int g_launches_in_log_scope = 0;
+
+cudaError_t LaunchNotingLogScope(cudaGraphExec_t exec, cudaStream_t stream) {
+  ++g_launches;
+  if (!ScopedMethod().empty()) ++g_launches_in_log_scope;
+  return RealCudaApi().GraphLaunch(exec, stream);
+}
+
+// A replay destroys no owner, so it opens no log scope (two thread-local
+// stores per call); the capture call, which may destroy owners, does.
+TEST_F(ReplayPathGpuTest, AReplayOpensNoLogScope) {
+  Method* m = Register(CaptureFirst());
+  ASSERT_NE(m, nullptr);
+  DeviceBuffer<float> x(kN), y(kN);
+  Fill(x, 3.0f);
+  TensorRef in = F32(x.get()), out = F32(y.get());
+  ASSERT_TRUE(m->Run({&in, 1}, {&out, 1}, s()).ok());  // the capture
+  CudaApi noting = RealCudaApi();
+  noting.GraphLaunch = &LaunchNotingLogScope;
+  const CudaApi* previous = internal::g_cuda_api.exchange(&noting);
+  g_launches = g_launches_in_log_scope = 0;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(m->Run({&in, 1}, {&out, 1}, s()).ok());
+  const int replays_in_scope = g_launches_in_log_scope;
+  const int replays = g_launches;
+  ASSERT_TRUE(m->Release().ok());
+  ASSERT_TRUE(m->Run({&in, 1}, {&out, 1}, s()).ok());  // captures again, inside its scope
+  internal::g_cuda_api.store(previous);
+  EXPECT_EQ(replays, 10);
+  EXPECT_EQ(replays_in_scope, 0);
+  EXPECT_GE(g_launches - replays, 1);  // the first launch, and the probe's
+  EXPECT_EQ(g_launches_in_log_scope, g_launches - replays) << "the capture call's launches run in its log scope";
+  Expect(y, 3.0f);
 }
 
 // An error that other code left pending before the capture call is not

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "encore/core/cuda_error.h"
+#include "encore/core/stream.h"
 #include "encore/graph/manager.h"
 #include "encore/shims/read_scalar.h"
 #include "encore/tests/device_buffer.h"
@@ -66,13 +67,14 @@ class StagesTest : public testing::GpuStreamTest {
     return m.ok() ? *m : nullptr;
   }
 
-  Status RunOnce(Method* m, int call) {
+  Status RunOnce(Method* m, int call, cudaStream_t stream = nullptr) {
+    if (stream == nullptr) stream = s();
     std::vector<float> v(kN);
     for (int64_t i = 0; i < kN; ++i) v[i] = static_cast<float>(call + i);
     in_.Upload(v);
     TensorRef ti{in_.get(), DType::kFloat32, {kN}, {}}, to{out_.get(), DType::kFloat32, {kN}, {}};
-    Status st = m->Run({&ti, 1}, {&to, 1}, s());
-    EXPECT_EQ(cudaStreamSynchronize(s()), cudaSuccess);
+    Status st = m->Run({&ti, 1}, {&to, 1}, stream);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     return st;
   }
 
@@ -110,6 +112,33 @@ TEST_F(StagesTest, PiecesAroundAnEagerStageReplayAndTheEagerStageRunsEveryCall) 
     EXPECT_EQ(r.pieces[0].replays, 4);
     EXPECT_NE(mgr_->ReportJson().find("\"pieces\":[{\"stages\":[\"pre\"]"), std::string::npos);
   }
+}
+
+TEST_F(StagesTest, PiecesBindDirectlyWithNoRecordNodeAndTheCallOnAnotherStreamWaitsForTheLast) {
+  Method* m = Register("block_records_once", Transformerish());
+  ExpectTransformerish(this, m, 6, &host_b_, out_);
+  MethodReport r = m->Report();
+  ASSERT_EQ(r.pieces.size(), 2u);
+  // One kernel each and nothing else: no staging copies ("post" reads no
+  // input of the method, which another piece does) and no record node.
+  for (const PieceReport& p : r.pieces) {
+    EXPECT_TRUE(p.graphed) << p.reason;
+    EXPECT_EQ(p.graph_nodes, 1u) << p.reason;
+  }
+  // The call recorded the last piece's end itself, so a call on a new
+  // stream can wait for it.
+  auto other = Stream::Create();
+  ASSERT_TRUE(other.ok()) << other.status();
+  host_b_ = 700;
+  Status st = RunOnce(m, 7, other->get());
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out_.Download()[5], 2.0f * (7 + 5) + 700.0f + 1.0f);
+  host_b_ = 800;
+  st = RunOnce(m, 8);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out_.Download()[5], 2.0f * (8 + 5) + 800.0f + 1.0f);
+  EXPECT_TRUE(m->Release().ok());
+  EXPECT_EQ(m->Report().replays, 4);
 }
 
 TEST_F(StagesTest, APieceWhoseCaptureFailsRunsEagerlyWhileTheOthersKeepTheirGraphs) {

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -31,6 +32,18 @@ inline std::string NoGpuReason() {
   do {                                                                  \
     std::string encore_reason_ = ::encore::testing::NoGpuReason();      \
     if (!encore_reason_.empty()) GTEST_SKIP() << encore_reason_;        \
+  } while (0)
+
+// compute-sanitizer counts a device trap as an error of the binary, also one
+// a test sets off on purpose in a child process; tools/gpu_suite.sh sets
+// ENCORE_SANITIZER to the tool's name under --memcheck and --racecheck, and
+// such a test skips there, saying why.
+#define ENCORE_SKIP_UNDER_SANITIZER(why)                                               \
+  do {                                                                                \
+    const char* encore_tool_ = std::getenv("ENCORE_SANITIZER");                       \
+    if (encore_tool_ != nullptr && *encore_tool_ != '\0') {                           \
+      GTEST_SKIP() << "under compute-sanitizer " << encore_tool_ << ": " << (why);    \
+    }                                                                                 \
   } while (0)
 
 // A CUDA call in a test that must succeed.

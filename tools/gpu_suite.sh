@@ -285,7 +285,9 @@ do_run() {
     # trap on purpose, which the tool reports as one error of the binary
     # (check_gpu_test, device_check_kernel_test). --target-processes
     # application-only hides it but fails CheckGpuTest's trap test, so
-    # children stay tracked.
+    # children stay tracked and those tests skip, saying why, when
+    # ENCORE_SANITIZER is set (tests/gpu_test_util.h).
+    export ENCORE_SANITIZER="$sanitizer_tool"
     sanitizer=("$cs" --tool "$sanitizer_tool" --error-exitcode 99)
     [[ "$sanitizer_tool" == memcheck ]] && sanitizer+=(--report-api-errors no)
     say "$sanitizer_tool: $cs"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "graph/binding/internal/binding_choice.h"
 
+#include <chrono>
 #include <utility>
 
 #include "encore/policy/binding_policy.h"
@@ -51,7 +52,10 @@ std::optional<BindingInput> ChoosePieceBinding(InstanceParts& p, PieceGraph& pie
       facts.recaptures = p.counters.recaptures;  // ChooseBinding stages it for the cost
     } else if (facts.unsafe_reason.empty()) {
       facts.unsafe_reason = in.scan.unsafe;
-      if (facts.unsafe_reason.empty()) {
+      // A piece of a longer method often leaves a tensor of the method to
+      // another piece; the probe, which poisons encore's buffers, still
+      // catches a piece that reaches one through device memory.
+      if (facts.unsafe_reason.empty() && p.body.segments().size() == 1) {
         facts.unsafe_reason = UnreferencedTensor(in.scan, in.static_inputs, in.static_outputs);
       }
       facts.rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
@@ -64,24 +68,29 @@ std::optional<BindingInput> ChoosePieceBinding(InstanceParts& p, PieceGraph& pie
   return in;
 }
 
-void BuildDirect(InstanceParts& p, PieceGraph& piece, BindingInput in, int64_t index) {
+double BuildDirect(InstanceParts& p, PieceGraph& piece, BindingInput in, int64_t index) {
   const int64_t rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
   const int64_t sites = in.scan.sites;
   StatusOr<std::unique_ptr<DirectForm>> d =
       DirectForm::Build(*piece.staged.graph(), in.nodes, std::move(in.scan),
-                        AddressesOf(in.static_inputs, in.static_outputs), p.last_launch.event());
+                        AddressesOf(in.static_inputs, in.static_outputs),
+                        in.nodes.record != nullptr ? p.last_launch.event() : nullptr);
   if (!d.ok()) {
     StageInstead(p, piece, "the direct form could not be built (" + std::string(d.status().message()) + ")", index);
-    return;
+    return 0;
   }
   piece.direct = *std::move(d);
   piece.rebind_sites = sites;
   piece.auto_rejudge = p.flags.binding == Binding::kAuto && rewrite_nodes > kAutoMaxRewriteNodes;
-  if (Status s = piece.direct->InstantiateFirst(); !s.ok()) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = piece.direct->InstantiateFirst();
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  if (!s.ok()) {
     StageInstead(p, piece, "the direct form did not instantiate (" + std::string(s.message()) + ")", index);
-    return;
+    return us;
   }
   ++p.counters.instantiations;
+  return us;
 }
 
 void StageInstead(InstanceParts& p, PieceGraph& piece, const std::string& why, int64_t index) {

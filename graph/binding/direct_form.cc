@@ -2,6 +2,7 @@
 #include "graph/binding/internal/direct_form.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "encore/allocator/graph_arena.h"
@@ -62,9 +63,11 @@ StatusOr<std::unique_ptr<DirectForm>> DirectForm::Build(const Graph& staged, con
 }
 
 Status DirectForm::Clone(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion) {
+  const auto t0 = std::chrono::steady_clock::now();
   cudaGraph_t clone = nullptr;
   ENCORE_CUDA_CALL(GraphClone, &clone, staged.get());
   graph_ = Graph(clone);
+  clone_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   auto in_clone = [&](cudaGraphNode_t n) -> StatusOr<cudaGraphNode_t> {
     cudaGraphNode_t c = nullptr;
     ENCORE_CUDA_CALL(GraphNodeFindInClone, &c, n, clone);
@@ -78,7 +81,7 @@ Status DirectForm::Clone(const Graph& staged, const StagedNodes& nodes, cudaEven
     ENCORE_ASSIGN_OR_RETURN(e.node, in_clone(e.node));
   }
   std::vector<cudaGraphNode_t> removed = nodes.tails;
-  removed.push_back(nodes.record);
+  if (nodes.record != nullptr) removed.push_back(nodes.record);
   if (nodes.check_sequence == nullptr) removed.insert(removed.end(), nodes.heads.begin(), nodes.heads.end());
   for (cudaGraphNode_t n : removed) {
     ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(n));
@@ -96,11 +99,18 @@ Status DirectForm::Clone(const Graph& staged, const StagedNodes& nodes, cudaEven
     ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(nodes.heads[i]));
     ENCORE_CUDA_CALL(GraphKernelNodeSetParams, c, &k);
   }
+  return completion != nullptr ? AddCompletion(nodes, removed, completion) : OkStatus();
+}
+
+Status DirectForm::AddCompletion(const StagedNodes& nodes, const std::vector<cudaGraphNode_t>& removed,
+                                 cudaEvent_t completion) {
+  cudaGraph_t clone = graph_.get();
   // A completion record of its own, after the body's last nodes.
   std::vector<cudaGraphNode_t> frontier;
   for (cudaGraphNode_t n : nodes.body_frontier) {
     if (std::find(removed.begin(), removed.end(), n) != removed.end()) continue;
-    ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t c, in_clone(n));
+    cudaGraphNode_t c = nullptr;
+    ENCORE_CUDA_CALL(GraphNodeFindInClone, &c, n, clone);
     frontier.push_back(c);
   }
   size_t count = 0;

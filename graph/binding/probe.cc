@@ -15,6 +15,14 @@ constexpr int kPoison = 0xFF;  // NaN in every float type, -1 in every signed in
 
 std::string Failed(std::string_view what) { return "the probe failed (" + std::string(what) + ")"; }
 
+// Microseconds since *t, which then moves to now.
+double Since(std::chrono::steady_clock::time_point* t) {
+  const auto now = std::chrono::steady_clock::now();
+  const double us = std::chrono::duration<double, std::micro>(now - *t).count();
+  *t = now;
+  return us;
+}
+
 }  // namespace
 
 void Probe::Begin(Args inputs, Args outputs, cudaStream_t stream, int64_t index) {
@@ -58,18 +66,23 @@ void Probe::Finish(Args outputs, cudaStream_t stream, int64_t index) {
     if (why.empty() && !veto.empty()) why = "another rank cannot probe (" + veto + ")";
   }
   if (!probing) return;  // staged already, with its reason
+  auto t = std::chrono::steady_clock::now();
   if (why.empty()) why = Run(*exec, outputs, stream);
+  times_.run = Since(&t);
   // The state as the staged launch left it, whatever the probe did.
   if (Status kept = probe_->KeepGraphResult(stream); !kept.ok() && why.empty()) {
     why = "the probe could not restore the device state (" + std::string(kept.message()) + ")";
   }
+  times_.keep = Since(&t);
   p_.last_launch.RecordWork(stream);  // the restoring copies come after the launch's record
   probe_.reset();
   if (!why.empty()) StageInstead(p_, piece_, why, index);
 }
 
 std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
+  auto t = std::chrono::steady_clock::now();
   StatusOr<std::string> rewound = probe_->Rewind(stream);
+  times_.wait = Since(&t);
   if (!rewound.ok()) return "the probe could not rewind the device state (" + std::string(rewound.status().message()) + ")";
   if (!rewound->empty()) return *rewound;  // a constant changed outside what was saved: not run again
   // Rewind waited for the staged launch: a check failure recorded now is
@@ -93,6 +106,7 @@ std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
   // The snapshots are aligned and disjoint, so the form does not decline them.
   if (*bound == nullptr) return Failed("its snapshots could not be bound");
   *exec = *bound;
+  times_.bind = Since(&t);
   return {};
 }
 

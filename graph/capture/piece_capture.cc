@@ -135,11 +135,11 @@ StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapt
   // ending the capture said whether CUDA saw it that way.
   if (!failure.ok()) return Failed(CaptureStage::kMethod, failure, capture_error);
   if (!g.ok()) return Failed(CaptureStage::kEndCapture, g.status(), capture_error);
-  // Every launch records the last-launch event as its last node, so Release
-  // and a launch on another stream can wait for it without an API call per
-  // replay.
+  // A one-segment method's launch records the last-launch event as its last
+  // node, so Release and a launch on another stream can wait for it without
+  // an API call per replay.
   cudaGraphNode_t record = nullptr;
-  if (Status s = CudaResult(cuda().GraphAddEventRecordNode(&record, g->get(), frontier.data(), frontier.size(),
+  if (Status s = !p_.GraphsRecord() ? OkStatus() : CudaResult(cuda().GraphAddEventRecordNode(&record, g->get(), frontier.data(), frontier.size(),
                                                            p_.last_launch.event()),
                             CudaCall::kGraphAddEventRecordNode);
       !s.ok()) {
@@ -262,11 +262,16 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   // direct form built on the host.
   job.phases.first_launch += Lap(&job.lap);
   probe.QueueFirstCheck(job.stream, job.index);
-  if (pj.direct) BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+  if (pj.direct) job.phases.direct_instantiate += BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+  if (piece.direct) job.phases.direct_clone += piece.direct->clone_us();
   job.phases.build_direct += Lap(&job.lap);
   // On every rank, probing or not: Finish casts the probe's vote.
   probe.Finish(plan.outputs, job.stream, job.index);
   job.phases.probe_finish += Lap(&job.lap);
+  job.phases.probe_wait += probe.times().wait;
+  job.phases.probe_bind += probe.times().bind;
+  job.phases.probe_run += probe.times().run;
+  job.phases.probe_keep += probe.times().keep;
   piece.graphed = true;
   piece.kept = std::move(pj.kept);
   ++job.graphed;

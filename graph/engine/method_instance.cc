@@ -32,9 +32,14 @@ Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   ENCORE_RETURN_IF_ERROR(parts_.TakeDeviceFailure());
   // A replay destroys no owner, so it needs no log scope.
-  if (Status replayed; dispatcher_.TryReplay(inputs, outputs, stream, &replayed)) return replayed;
+  if (Status replayed; dispatcher_.TryReplay(inputs, outputs, stream, &replayed)) {
+    parts_.last_launch.EndCall();  // one branch: only a method of several pieces has a launch to record
+    return replayed;
+  }
   LogScope log_scope(&parts_.log, parts_.name);  // owners destroyed in this call log to the application's logger
-  return dispatcher_.Run(inputs, outputs, stream);
+  Status s = dispatcher_.Run(inputs, outputs, stream);
+  parts_.last_launch.EndCall();  // on every path: the pieces' graphs have no record node
+  return s;
 }
 
 Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream) {
@@ -42,7 +47,9 @@ Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream
   ENCORE_RETURN_IF_ERROR(parts_.runner.RejectReentry("Precapture"));
   std::lock_guard<std::mutex> lock(mu_);
   ENCORE_RETURN_IF_ERROR(parts_.TakeDeviceFailure());
-  return dispatcher_.Precapture(inputs, outputs, stream);
+  Status s = dispatcher_.Precapture(inputs, outputs, stream);
+  parts_.last_launch.EndCall();
+  return s;
 }
 
 Status MethodInstance::Release() {

@@ -21,6 +21,7 @@ Status LastLaunch::Unknown() const {
 
 Status LastLaunch::Join(cudaStream_t stream) {
   if (!launched_ || stream == stream_) return OkStatus();
+  EndCall();
   // The graphs of this method share static buffers and scratch, so work on
   // a new stream waits for the previous launch.
   if (!recorded_) return Unknown();
@@ -30,6 +31,7 @@ Status LastLaunch::Join(cudaStream_t stream) {
 }
 
 Status LastLaunch::Wait() {
+  EndCall();
   if (!launched_) return OkStatus();
   if (!recorded_) return Unknown();
   ENCORE_CUDA_CALL(EventSynchronize, event_.get());
@@ -38,6 +40,7 @@ Status LastLaunch::Wait() {
 
 void LastLaunch::RecordWork(cudaStream_t stream) {
   if (!launched_ || !event_) return;
+  pending_ = false;
   stream_ = stream;
   recorded_ = cuda().EventRecord(event_.get(), stream) == cudaSuccess;
   if (recorded_) return;

@@ -8,7 +8,7 @@ Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream,
   ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
   if (p.pad.on()) p.pad.rows().Launched();
   if (bumps_sequence) p.checks.RecordLaunch(index);
-  p.last_launch.Launched(stream);  // by the graph's own record node
+  p.last_launch.Launched(stream, p.GraphsRecord());
   return OkStatus();
 }
 

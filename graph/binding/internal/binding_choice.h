@@ -32,7 +32,8 @@ std::optional<BindingInput> ChoosePieceBinding(InstanceParts& p, PieceGraph& pie
 // The direct form (the clone, its sites) and its first executable, after
 // the staged one: the capture stands on the staged graph, and a direct form
 // that does not build only costs its speed (the piece is staged).
-void BuildDirect(InstanceParts& p, PieceGraph& piece, BindingInput in, int64_t index);
+// Returns the microseconds its instantiation took (capture_phases).
+double BuildDirect(InstanceParts& p, PieceGraph& piece, BindingInput in, int64_t index);
 // The piece is staged from now on, with `why`; logged.
 void StageInstead(InstanceParts& p, PieceGraph& piece, const std::string& why, int64_t index);
 // binding=auto's second look at a direct piece once its replays show

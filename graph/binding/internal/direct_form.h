@@ -45,7 +45,7 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   using Cache = VariantCache<GraphExec, std::monostate>;
 
   // Clones `staged` without its staging nodes, adds a completion record of
-  // `completion` after the body's last nodes, and takes the scan's sites
+  // `completion` (unless null) after the body's last nodes, and takes the scan's sites
   // (found in `staged`) over to the clone. `static_addresses`: the buffers
   // the body ran on, inputs then outputs.
   static StatusOr<std::unique_ptr<DirectForm>> Build(const Graph& staged, const StagedNodes& nodes, ScanResult scan,
@@ -60,6 +60,8 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   size_t nodes() const { return nodes_; }
   bool bumps_sequence() const { return bumps_sequence_; }
   const Graph& graph() const { return graph_; }
+  // What cudaGraphClone alone took in Build, microseconds (capture_phases).
+  double clone_us() const { return clone_us_; }
   // Bind calls, and those that had to rewrite an executable (auto's
   // statistics; the probe's bind counts in neither).
   int64_t binds() const { return variants_.binds(); }
@@ -85,7 +87,9 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
 
  private:
   DirectForm() = default;
+  // `completion` null: no record node (the pieces of a longer method).
   Status Clone(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion);
+  Status AddCompletion(const StagedNodes& nodes, const std::vector<cudaGraphNode_t>& removed, cudaEvent_t completion);
   // Writes `to` into exec's nodes (with `exec` null, the graph's own nodes)
   // whose tensors are not where `bound` says (with `bound` null, every one).
   Status Write(cudaGraphExec_t exec, const Addresses* bound, const Addresses& to);
@@ -104,6 +108,7 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // Address sets whose rewrite CUDA refused: the staged graph answers them.
   MissRing refused_;
   int64_t refused_rewrites_ = 0;
+  double clone_us_ = 0;
 };
 
 // Whether every non-empty tensor starts on the 256-byte boundary the static

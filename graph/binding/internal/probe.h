@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,6 +25,13 @@
 #include "graph/verify/internal/verified_launch.h"
 
 namespace encore {
+
+// Where Finish's time went, microseconds (capture_phases): waiting for the
+// staged launch and rewinding what it wrote, poisoning and binding, the
+// direct form's run and comparison, and restoring the staged result.
+struct ProbeTimes {
+  double wait = 0, bind = 0, run = 0, keep = 0;
+};
 
 class Probe {
  public:
@@ -43,6 +51,7 @@ class Probe {
   // every rank casts the probe's vote here, probing or not.
   void Finish(Args outputs, cudaStream_t stream, int64_t index);
   bool probing() const { return probe_.has_value(); }
+  const ProbeTimes& times() const { return times_; }
 
  private:
   // All the probe's launch needs (state rewound, no check failure pending,
@@ -57,6 +66,7 @@ class Probe {
   const bool outputs_in_;
   const bool bumps_sequence_;
   std::optional<VerifiedLaunch> probe_;
+  ProbeTimes times_;
 };
 
 }  // namespace encore

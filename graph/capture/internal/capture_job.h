@@ -31,9 +31,11 @@ namespace encore {
 // Where a capture call's time went, microseconds summed over its pieces
 // (logged at debug as capture_phases), so a slow capture can be pinned on a
 // step. Eager stages between pieces and verification's start are left out.
+// The last six are parts of build_direct and probe_finish, not more time.
 struct CapturePhases {
-#define ENCORE_CAPTURE_PHASES_(X) \
-  X(prepare) X(record) X(scan) X(instantiate) X(probe_begin) X(first_launch) X(build_direct) X(probe_finish)
+#define ENCORE_CAPTURE_PHASES_(X)                                                                              \
+  X(prepare) X(record) X(scan) X(instantiate) X(probe_begin) X(first_launch) X(build_direct) X(probe_finish)    \
+  X(direct_clone) X(direct_instantiate) X(probe_wait) X(probe_bind) X(probe_run) X(probe_keep)
 #define ENCORE_X_(name) double name = 0;
   ENCORE_CAPTURE_PHASES_(ENCORE_X_)
 #undef ENCORE_X_

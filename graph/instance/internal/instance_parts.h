@@ -72,6 +72,9 @@ struct InstanceParts {
   // The guard of the constants listed now, made on first use (and anew when
   // they were replaced); null when none is listed. Not during a capture.
   StatusOr<ConstantGuard*> Guard(cudaStream_t stream);
+  // Whether each graph ends in the completion record node: a method of one
+  // segment. The pieces of a longer method leave it to LastLaunch::EndCall.
+  bool GraphsRecord() const { return body.segments().size() == 1; }
   // The guard's limit on what it may save: a quarter of the free memory.
   size_t GuardBudget() const;
   // A failed device check or a loop stopped at its bound since the last

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // LastLaunch: where and whether the method's last graph launch (or encore's
-// own work after it: the probe's, verification's) is marked complete. Every
-// graph ends with a record node of this event, so a replay makes no extra
-// API call; a launch on a stream other than the previous one waits on the
+// own work after it: the probe's, verification's) is marked complete. The
+// graph of a one-segment method ends with a record node of this event, so a
+// replay makes no extra API call; a method of several pieces records the
+// event once per call instead, after its last piece or stage (a record node
+// per piece cost more than one host record per call, bench/stages_micro).
+// A launch on a stream other than the previous one waits on the
 // event (never on the previous stream, which the application may have
 // destroyed, and never with a device-wide sync, which CUDA refuses, and
 // which invalidates the capture, while any thread captures any stream).
@@ -33,17 +36,26 @@ class LastLaunch {
   Status Join(cudaStream_t stream);
   // Waits on the host for the last launch (Release, dropping graphs).
   Status Wait();
-  // A graph launch on `stream` was queued; its record node marks its end.
-  void Launched(cudaStream_t stream) {
+  // A graph launch on `stream` was queued; `records`: its own record node
+  // marks its end, else EndCall (or a Join or Wait before it) records it.
+  void Launched(cudaStream_t stream, bool records) {
     launched_ = true;
     stream_ = stream;
-    recorded_ = true;
+    recorded_ = records;
+    pending_ = !records;
+  }
+  // The call ends: marks a launch whose graph has no record node.
+  void EndCall() {
+    if (pending_) RecordWork(stream_);
   }
   // Marks encore's own work queued on `stream` after a launch (the probe's
   // restoring copies, verification's re-run), so a later wait covers it.
   void RecordWork(cudaStream_t stream);
   // Nothing of the method is in flight any more (after Release).
-  void Forget() { launched_ = false; }
+  void Forget() {
+    launched_ = false;
+    pending_ = false;
+  }
   bool launched() const { return launched_; }
 
  private:
@@ -54,6 +66,9 @@ class LastLaunch {
   bool launched_ = false;
   // Whether event_ marks the end of the last launch.
   bool recorded_ = false;
+  // The last launch had no record node and the call has not recorded it
+  // yet; stream_ is the call's stream, alive until the call returns.
+  bool pending_ = false;
 };
 
 }  // namespace encore
