@@ -12,6 +12,7 @@ echo "=== stages_micro 64"; timeout 60 $G/bench/stages_micro 64 2>&1 | grep -v "
 echo "=== instantiate_heap"; timeout 60 $G/bench/instantiate_heap --rounds 2000 --every 200
 echo "=== instantiate_heap --update"; timeout 60 $G/bench/instantiate_heap --rounds 2000 --every 200 --update
 echo "=== soak"; timeout 120 $G/bench/soak; echo "soak rc=$?"
+echo "=== binding_micro 1"; timeout 60 $G/bench/binding_micro 1 2>&1 | tail -25
 echo "=== capture_bench"; timeout 150 $G/bench/capture_bench 256 8192
 echo "=== capture_bench --kernels 1000"; timeout 90 $G/bench/capture_bench --kernels 1000 256
 } > $OUT/bench.log 2>&1
