@@ -113,6 +113,43 @@ TEST_F(BindingGpuTest, DirectGraphHoldsOnlyTheBodyAndFollowsMovingBuffers) {
   EXPECT_EQ(logs_.Count("binding"), 1);
 }
 
+// The capture's first launch runs the direct form's executable between the
+// staged heads and tails: the staged graph is not instantiated until a call
+// needs it (here, tensors that overlap).
+TEST_F(BindingGpuTest, ADirectCaptureInstantiatesTheDirectFormOnly) {
+  Method* m = Register("once", Binding::kDirect, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
+  DeviceBuffer<float> in(kN), out(kN);
+  std::vector<float> v(kN);
+  for (int64_t i = 0; i < kN; ++i) v[i] = float(i + 1);
+  in.Upload(v);
+  out.Fill(-7.0f);
+  TensorRef ti{in.get(), DType::kFloat32, {kN}, {}}, to{out.get(), DType::kFloat32, {kN}, {}};
+  {
+    CudaFaultInjector inj;
+    ASSERT_TRUE(m->Run({&ti, 1}, {&to, 1}, s_).ok());
+    EXPECT_EQ(inj.Count(CudaCall::kGraphInstantiate), 1);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+  EXPECT_EQ(out.Download(), Times2(v));
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
+  EXPECT_EQ(r.instantiations, 1);
+  // An output over the input's second half: the direct form declines, and
+  // the staged graph, instantiated now, answers.
+  DeviceBuffer<float> both(2 * kN);
+  std::vector<float> w(2 * kN, 0.0f);
+  std::copy(v.begin(), v.end(), w.begin());
+  both.Upload(w);
+  TensorRef over_in{both.get(), DType::kFloat32, {kN}, {}};
+  TensorRef over_out{static_cast<float*>(both.get()) + kN / 2, DType::kFloat32, {kN}, {}};
+  ASSERT_TRUE(m->Run({&over_in, 1}, {&over_out, 1}, s_).ok());
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+  std::vector<float> got = both.Download();
+  for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(got[kN / 2 + i], 2.0f * float(i + 1)) << "element " << i;
+  EXPECT_EQ(m->Report().replays, 1);
+  EXPECT_GE(m->Report().exec_variants, 1);
+}
+
 TEST_F(BindingGpuTest, AutoBindsASmallGraphDirectly) {
   Method* m = Register("auto", Binding::kAuto, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
   RunMoving(m, 2, Times2);

@@ -53,6 +53,11 @@ void Probe::QueueFirstCheck(cudaStream_t stream, int64_t index) {
   }
 }
 
+void Probe::Bind() {
+  if (!probe_ || !piece_.direct || bound_.has_value()) return;
+  bound_ = piece_.direct->BindForProbe(probe_->eager_inputs(), probe_->eager_outputs());
+}
+
 void Probe::Finish(Args outputs, cudaStream_t stream, int64_t index) {
   if (p_.flags.binding == Binding::kStaged) return;
   const bool probing = probe_.has_value() && piece_.direct;
@@ -101,11 +106,11 @@ std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
       }
     }
   }
-  StatusOr<const GraphExec*> bound = piece_.direct->BindForProbe(probe_->eager_inputs(), probe_->eager_outputs());
-  if (!bound.ok()) return Failed(bound.status().message());
+  if (!bound_.has_value()) Bind();
+  if (!bound_->ok()) return Failed(bound_->status().message());
   // The snapshots are aligned and disjoint, so the form does not decline them.
-  if (*bound == nullptr) return Failed("its snapshots could not be bound");
-  *exec = *bound;
+  if (**bound_ == nullptr) return Failed("its snapshots could not be bound");
+  *exec = **bound_;
   times_.bind = Since(&t);
   return {};
 }

@@ -38,11 +38,15 @@ std::vector<int> CopyTensors(const StagingPlan& plan) {
   return t;
 }
 
-// Launches `p` as the next node of the capture and returns that node.
-StatusOr<cudaGraphNode_t> LaunchNode(const StageParams& p, StreamCapture& cap, cudaStream_t stream) {
+Status Launch(const StageParams& p, cudaStream_t stream) {
   uint64_t max_bytes = 0;
   for (int k = 0; k < p.count; ++k) max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
-  ENCORE_RETURN_IF_ERROR(LaunchResult(LaunchStage(p, max_bytes, stream), "staging kernel launch"));
+  return LaunchResult(LaunchStage(p, max_bytes, stream), "staging kernel launch");
+}
+
+// Launches `p` as the next node of the capture and returns that node.
+StatusOr<cudaGraphNode_t> LaunchNode(const StageParams& p, StreamCapture& cap, cudaStream_t stream) {
+  ENCORE_RETURN_IF_ERROR(Launch(p, stream));
   return cap.LastNode();
 }
 
@@ -108,6 +112,7 @@ Status StagedForm::AddTails(const StagingPlan& plan, StreamCapture& cap, cudaStr
     }
     ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t node, LaunchNode(p, cap, stream));
     nodes->push_back(node);
+    tails_.push_back(p);
   }
   return OkStatus();
 }
@@ -148,6 +153,29 @@ StatusOr<bool> StagedForm::AddRoundTrips(const std::vector<int>& tensors, const 
     ENCORE_CUDA_CALL(GraphKernelNodeSetParams, h.node, &k);
   }
   return true;
+}
+
+Status StagedForm::InstantiateFirst() {
+  if (!variants_.empty()) return OkStatus();
+  // The graph's heads hold the capture call's addresses unless a variant
+  // was made since, and none was.
+  ENCORE_ASSIGN_OR_RETURN(GraphExec exec, GraphExec::Instantiate(*graph_));
+  variants_.Add(std::move(exec), CapturedAddresses());
+  return OkStatus();
+}
+
+Status StagedForm::LaunchHeads(bool body_bumps_sequence, cudaStream_t stream) const {
+  for (const HeadNode& h : heads_) {
+    StageParams p = h.params;
+    if (body_bumps_sequence) p.sequence = nullptr;
+    ENCORE_RETURN_IF_ERROR(Launch(p, stream));
+  }
+  return OkStatus();
+}
+
+Status StagedForm::LaunchTails(cudaStream_t stream) const {
+  for (const StageParams& p : tails_) ENCORE_RETURN_IF_ERROR(Launch(p, stream));
+  return OkStatus();
 }
 
 std::vector<cudaGraphNode_t> StagedForm::head_nodes() const {

@@ -214,12 +214,76 @@ StageResult CapturePipeline::Instantiate(CaptureJob& job, PieceJob& pj) {
       return std::nullopt;
     }
   }
+  if (pj.direct && !piece.conditional && BuildDirectFirst(job, pj)) return std::nullopt;
   NvtxScope range(p_.nvtx, NvtxRange::kCaptureInstantiate);
   StatusOr<GraphExec> exec = GraphExec::Instantiate(*piece.staged.graph());
   if (!exec.ok()) return Failed(CaptureStage::kInstantiate, exec.status());
   ++p_.counters.instantiations;
   piece.staged.variants().Add(*std::move(exec), piece.staged.CapturedAddresses());
   return std::nullopt;
+}
+
+bool CapturePipeline::BuildDirectFirst(CaptureJob& job, PieceJob& pj) {
+  // Under direct binding the staged graph's executable answers only calls
+  // the direct form declines and a piece the probe stages, so it is made
+  // when one of them needs it. The first launch runs the direct form's
+  // first executable (the body's nodes on the static buffers) between the
+  // staged heads and tails launched as kernels, which is the staged graph's
+  // work: one instantiation, not two.
+  job.phases.instantiate += Lap(&job.lap);
+  PieceGraph& piece = *pj.piece;
+  job.phases.direct_instantiate += BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+  pj.direct.reset();
+  if (piece.direct) job.phases.direct_clone += piece.direct->clone_us();
+  job.phases.build_direct += Lap(&job.lap);
+  pj.direct_first = piece.direct != nullptr;
+  return pj.direct_first;
+}
+
+StageResult CapturePipeline::Launch(CaptureJob& job, PieceJob& pj) {
+  PieceGraph& piece = *pj.piece;
+  const CallPlan& plan = *job.plan;
+  Status s = plan.padded() ? StageRows(p_, plan.batch) : OkStatus();
+  NvtxScope range(p_.nvtx, NvtxRange::kCaptureFirstLaunch);
+  if (s.ok() && !pj.direct_first) s = LaunchGraph(p_, piece.staged.variants().at(0).exec, job.stream, job.index, true);
+  if (!pj.direct_first || !s.ok()) return s.ok() ? std::nullopt : Failed(CaptureStage::kFirstLaunch, s);
+  bool body_launched = false;
+  s = LaunchAroundDirect(p_, piece, job.stream, job.index, &body_launched);
+  if (s.ok()) return std::nullopt;
+  StageFailure f{CaptureStage::kFirstLaunch, s};
+  f.graph_launched = body_launched;
+  return f;
+}
+
+Status CapturePipeline::FailFirstLaunch(CaptureJob& job, PieceJob& pj, const StageFailure& f) {
+  // A launch that returned an error ran nothing of the body, so the eager
+  // retry cannot apply the call twice; a tail that failed after the body
+  // ran returns its error instead.
+  Status eager = FailPiece(job, pj, f);
+  // The other ranks launched, and vote on the probe once that launch is
+  // done: after this rank's eager retry ran the same collectives, its no
+  // keeps them from running the probe's.
+  if (p_.votes.several_ranks() && p_.flags.binding != Binding::kStaged) {
+    (void)p_.votes.Vote("this rank's first launch failed", "binding probe");
+  }
+  return eager;
+}
+
+Status CapturePipeline::EnsureStagedExecutable(CaptureJob& job, PieceJob& pj) {
+  PieceGraph& piece = *pj.piece;
+  if (!pj.direct_first || piece.direct) return OkStatus();
+  NvtxScope range(p_.nvtx, NvtxRange::kCaptureInstantiate);
+  Status s = piece.staged.InstantiateFirst();
+  if (s.ok()) {
+    ++p_.counters.instantiations;
+    return OkStatus();
+  }
+  // The call's result stands; the buffers it ran on go once it is done.
+  (void)cuda().StreamSynchronize(job.stream);
+  StageFailure f{CaptureStage::kInstantiate, s};
+  f.graph_launched = true;
+  (void)FailPiece(job, pj, f);
+  return s;
 }
 
 Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
@@ -236,35 +300,24 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
       job.verify.reset();
     }
   }
-  Probe probe(p_, piece, *job.entry, Staging(job, *pj.segment).outputs_in,
-              pj.direct && pj.direct->nodes.check_sequence != nullptr);
+  const bool bumps = piece.direct ? piece.direct->bumps_sequence()
+                                  : pj.direct && pj.direct->nodes.check_sequence != nullptr;
+  Probe probe(p_, piece, *job.entry, Staging(job, *pj.segment).outputs_in, bumps);
   (void)p_.last_launch.Join(job.stream);
   probe.Begin(plan.inputs, plan.outputs, job.stream, job.index);
   job.phases.probe_begin += Lap(&job.lap);
-  Status launched = plan.padded() ? StageRows(p_, plan.batch) : OkStatus();
-  if (launched.ok()) {
-    NvtxScope range(p_.nvtx, NvtxRange::kCaptureFirstLaunch);
-    launched = LaunchGraph(p_, piece.staged.variants().at(0).exec, job.stream, job.index, true);
-  }
-  if (!launched.ok()) {
-    // cudaGraphLaunch returned an error, so nothing of the graph ran and the
-    // eager retry cannot apply the call twice.
-    Status eager = FailPiece(job, pj, StageFailure{CaptureStage::kFirstLaunch, launched});
-    // The other ranks launched, and vote on the probe once that launch is
-    // done: after this rank's eager retry ran the same collectives, its no
-    // keeps them from running the probe's.
-    if (p_.votes.several_ranks() && p_.flags.binding != Binding::kStaged) {
-      (void)p_.votes.Vote("this rank's first launch failed", "binding probe");
-    }
-    return eager;
-  }
-  // While the staged launch runs: the probe's first check, queued, and the
-  // direct form built on the host.
+  if (StageResult f = Launch(job, pj)) return FailFirstLaunch(job, pj, *f);
+  // While the first launch runs: the probe's first check, queued, and the
+  // direct form built on the host (after a recapture's update in place).
   job.phases.first_launch += Lap(&job.lap);
   probe.QueueFirstCheck(job.stream, job.index);
-  if (pj.direct) job.phases.direct_instantiate += BuildDirect(p_, piece, *std::move(pj.direct), job.index);
-  if (piece.direct) job.phases.direct_clone += piece.direct->clone_us();
+  if (pj.direct) {
+    job.phases.direct_instantiate += BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+    if (piece.direct) job.phases.direct_clone += piece.direct->clone_us();
+  }
   job.phases.build_direct += Lap(&job.lap);
+  probe.Bind();
+  job.phases.probe_bind += Lap(&job.lap);
   // On every rank, probing or not: Finish casts the probe's vote.
   probe.Finish(plan.outputs, job.stream, job.index);
   job.phases.probe_finish += Lap(&job.lap);
@@ -272,6 +325,7 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   job.phases.probe_bind += probe.times().bind;
   job.phases.probe_run += probe.times().run;
   job.phases.probe_keep += probe.times().keep;
+  if (Status s = EnsureStagedExecutable(job, pj); !s.ok()) return OkStatus();  // eager from the next call
   piece.graphed = true;
   piece.kept = std::move(pj.kept);
   ++job.graphed;
@@ -281,11 +335,11 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
 Status CapturePipeline::FailPiece(CaptureJob& job, PieceJob& pj, const StageFailure& f) {
   PieceGraph& piece = *pj.piece;
   const Status named = NameMethod(p_.name, f.status);
-  const CaptureFailure c = ClassifyCaptureFailure(f.stage, named, f.cuda_capture_error, /*graph_launched=*/false);
+  const CaptureFailure c = ClassifyCaptureFailure(f.stage, named, f.cuda_capture_error, f.graph_launched);
   // Every failure before the first launch is this rank's "no" in the vote
   // the other ranks cast just before their first launch.
   const bool vetoed = job.failure_code == eager_reason::kRanks && f.stage == CaptureStage::kFirstLaunch;
-  if (f.stage != CaptureStage::kFirstLaunch) (void)p_.votes.Vote(c.reason, "first launch");
+  if (f.stage != CaptureStage::kFirstLaunch && !f.graph_launched) (void)p_.votes.Vote(c.reason, "first launch");
   ++p_.counters.capture_failures;
   const std::vector<std::string> stages = p_.body.StageNames(*pj.segment);
   p_.log.Log(c.expected || vetoed ? spdlog::level::info : spdlog::level::warn, "capture_failed",

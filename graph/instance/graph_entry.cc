@@ -28,6 +28,12 @@ StatusOr<BoundExec> PieceGraph::Bind(Args inputs, Args outputs, int64_t* new_var
                                                      "addresses; logged once per graph"}});
     }
   }
+  if (staged.variants().empty()) {
+    // Bound directly from its capture on, the graph made no staged
+    // executable until a call needed one.
+    ENCORE_RETURN_IF_ERROR(staged.InstantiateFirst());
+    if (new_variants != nullptr) ++*new_variants;
+  }
   ENCORE_ASSIGN_OR_RETURN(StagedForm::Cache::Variant * v,
                           staged.variants().Bind(inputs, outputs, staged, new_variants));
   return BoundExec{&v->exec, true};

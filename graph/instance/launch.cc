@@ -12,6 +12,19 @@ Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream,
   return OkStatus();
 }
 
+Status LaunchAroundDirect(InstanceParts& p, PieceGraph& piece, cudaStream_t stream, int64_t index,
+                          bool* body_launched) {
+  ENCORE_RETURN_IF_ERROR(p.last_launch.Join(stream));
+  ENCORE_RETURN_IF_ERROR(piece.staged.LaunchHeads(piece.direct->bumps_sequence(), stream));
+  ENCORE_RETURN_IF_ERROR(piece.direct->first_exec().Launch(stream));
+  *body_launched = true;
+  p.checks.RecordLaunch(index);  // the heads (or the body's own head) bumped the sequence once
+  // The tails run after the direct graph's own record node: the call
+  // records the end (LastLaunch::EndCall).
+  p.last_launch.Launched(stream, /*records=*/false);
+  return piece.staged.LaunchTails(stream);
+}
+
 Status StageRows(InstanceParts& p, int64_t batch) {
   ENCORE_RETURN_IF_ERROR(p.pad.rows().Prepare(p.name));
   if (p.pad.rows().behind()) ENCORE_RETURN_IF_ERROR(p.last_launch.Wait());

@@ -71,6 +71,9 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
 
   // The first executable, bound to the static buffers.
   Status InstantiateFirst();
+  // That executable, until the probe binds it to its snapshots: with the
+  // staged graph's heads and tails around it, the capture's first launch.
+  const GraphExec& first_exec() { return variants_.at(0).exec; }
   // The executable to launch for these caller buffers; null (not an error)
   // when the tensors overlap, are not aligned like the static buffers, or
   // CUDA refused to bind this set before: staging answers those. An error

@@ -47,6 +47,10 @@ class Probe {
   void Begin(Args inputs, Args outputs, cudaStream_t stream, int64_t index);
   // Right after that launch: the first check of the rewind, queued.
   void QueueFirstCheck(cudaStream_t stream, int64_t index);
+  // Right after that launch, once the direct form exists: binds it to the
+  // snapshots while the launch runs (a rewrite of an executable changes
+  // only its later launches). Finish binds it otherwise.
+  void Bind();
   // After that launch (and the direct form built). With several ranks,
   // every rank casts the probe's vote here, probing or not.
   void Finish(Args outputs, cudaStream_t stream, int64_t index);
@@ -66,6 +70,7 @@ class Probe {
   const bool outputs_in_;
   const bool bumps_sequence_;
   std::optional<VerifiedLaunch> probe_;
+  std::optional<StatusOr<const GraphExec*>> bound_;  // Bind's result
   ProbeTimes times_;
 };
 

@@ -94,6 +94,18 @@ class StagedForm : public VariantForm<GraphExec, StagedExtra> {
   // The caller's addresses as the captured heads hold them (the capture
   // call's): what the first executable is bound to.
   Addresses CapturedAddresses() const;
+  // The first executable, bound to CapturedAddresses(), unless one exists.
+  // Under direct binding the capture makes none (the direct form's serves
+  // its first launch, LaunchHeads and LaunchTails around it); a call the
+  // direct form declines, or a piece the probe stages, needs it.
+  Status InstantiateFirst();
+  // The heads and the tails as the capture recorded them, launched on
+  // `stream` as kernels: around an executable of the body's own nodes on the
+  // static buffers they do the staged graph's work, node for node. Not for
+  // a padded graph. `body_bumps_sequence`: the body keeps a head of its own
+  // that bumps the check sequence, so these heads do not.
+  Status LaunchHeads(bool body_bumps_sequence, cudaStream_t stream) const;
+  Status LaunchTails(cudaStream_t stream) const;
 
   bool Accepts(Args, Args, uint64_t) override { return true; }
   StatusOr<GraphExec> Instantiate(const Addresses& to) override;
@@ -103,6 +115,7 @@ class StagedForm : public VariantForm<GraphExec, StagedExtra> {
   // The head's parameters with the caller's addresses `to`.
   StageParams ParamsFor(const HeadNode& h, const Addresses& to) const;
   std::vector<HeadNode> heads_;
+  std::vector<StageParams> tails_;  // the tail nodes' parameters, as recorded
   std::shared_ptr<Graph> graph_;
   size_t num_tensors_ = 0;
   Cache variants_;

@@ -31,7 +31,8 @@ namespace encore {
 // Where a capture call's time went, microseconds summed over its pieces
 // (logged at debug as capture_phases), so a slow capture can be pinned on a
 // step. Eager stages between pieces and verification's start are left out.
-// The last six are parts of build_direct and probe_finish, not more time.
+// The last six are parts of build_direct and probe_finish, not more time,
+// except that probe_bind also holds the bind made right after the launch.
 struct CapturePhases {
 #define ENCORE_CAPTURE_PHASES_(X)                                                                              \
   X(prepare) X(record) X(scan) X(instantiate) X(probe_begin) X(first_launch) X(build_direct) X(probe_finish)    \
@@ -85,9 +86,14 @@ struct PieceJob {
   int64_t checks_before = 0;  // DeviceChecks::graph_checks() before the body
   ConditionalBodies bodies;   // of the conditional nodes Call::If and While made
   bool body_capture_broken = false;  // ConditionalCapture::body_capture_broken
-  // What building the direct form needs, when it was chosen: built while
-  // the staged graph's first launch runs.
+  // What building the direct form needs, when it was chosen: built before
+  // the first launch, or (after a recapture adopted a staged executable)
+  // while the staged graph's first launch runs.
   std::optional<BindingInput> direct;
+  // The direct form was built before the first launch, which runs its
+  // first executable between the staged heads and tails; the staged graph
+  // has no executable yet.
+  bool direct_first = false;
   std::vector<std::shared_ptr<void>> kept;
 };
 
@@ -95,6 +101,8 @@ struct StageFailure {
   CaptureStage stage = CaptureStage::kBegin;
   Status status;
   bool cuda_capture_error = false;
+  // The body's work was launched (its result stands): no eager retry.
+  bool graph_launched = false;
 };
 using StageResult = std::optional<StageFailure>;  // nullopt: the step succeeded
 

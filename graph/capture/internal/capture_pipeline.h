@@ -59,9 +59,17 @@ class CapturePipeline {
   // copied in as well as out so they come back as the body leaves them.
   StageResult CheckUnreferenced(CaptureJob& job, PieceJob& pj, const std::vector<bool>& referenced, bool complete);
   StageResult Instantiate(CaptureJob& job, PieceJob& pj);
+  // The direct form, built before the first launch (which then needs no
+  // staged executable); false when it was not built (staged, with why).
+  bool BuildDirectFirst(CaptureJob& job, PieceJob& pj);
   Status FirstLaunch(CaptureJob& job, PieceJob& pj);
+  StageResult Launch(CaptureJob& job, PieceJob& pj);
+  Status FailFirstLaunch(CaptureJob& job, PieceJob& pj, const StageFailure& f);
+  // After the probe staged a piece built direct-first: its staged
+  // executable, or the piece eager from the next call on.
+  Status EnsureStagedExecutable(CaptureJob& job, PieceJob& pj);
   // Runs the piece's stages eagerly on this call (when nothing of its graph
-  // ran) and marks it eager from then on.
+  // ran; else returns the failure) and marks it eager from then on.
   Status FailPiece(CaptureJob& job, PieceJob& pj, const StageFailure& f);
   StagingPlan Staging(const CaptureJob& job, const Segment& segment) const;
 

@@ -19,6 +19,13 @@ namespace encore {
 // `stream` joined to the last launch, then the launch. `bumps_sequence`:
 // the graph bumps the device-check sequence, so the launch ring records it.
 Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence);
+// The capture's first launch of a piece bound directly before its staged
+// graph has an executable: the staged heads, the direct form's first
+// executable (the body's nodes on the static buffers), the staged tails.
+// `body_launched`: the body's executable was launched, so its work may
+// have run (no eager retry). Never for a padded graph.
+Status LaunchAroundDirect(InstanceParts& p, PieceGraph& piece, cudaStream_t stream, int64_t index,
+                          bool* body_launched);
 // Hands the next padded launch its batch through the rows ring.
 Status StageRows(InstanceParts& p, int64_t batch);
 // Where a launch of `g` leaves its results: the caller's outputs, or with
