@@ -306,6 +306,15 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   (void)p_.last_launch.Join(job.stream);
   probe.Begin(plan.inputs, plan.outputs, job.stream, job.index);
   job.phases.probe_begin += Lap(&job.lap);
+  if (pj.direct_first && !piece.direct) {
+    // The probe could not start, so the piece is staged: its executable
+    // now, before anything of it ran (a failure retries eagerly).
+    pj.direct_first = false;
+    if (Status s = piece.staged.InstantiateFirst(); !s.ok()) {
+      return FailFirstLaunch(job, pj, StageFailure{CaptureStage::kFirstLaunch, s});
+    }
+    ++p_.counters.instantiations;
+  }
   if (StageResult f = Launch(job, pj)) return FailFirstLaunch(job, pj, *f);
   // While the first launch runs: the probe's first check, queued, and the
   // direct form built on the host (after a recapture's update in place).
