@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Run E (2026-12-02, third session): the whole GPU suite under
+# compute-sanitizer memcheck (trap-mode tests skip under it, saying why).
+set -u
+cd "$(dirname "$0")/../../.."
+mkdir -p /tmp/g && rm -rf /tmp/g/gpu_bin && tar xJf carry/gpu_bin.tar.xz -C /tmp/g
+G=/tmp/g/gpu_bin
+( OUT=/tmp/mc timeout 560 bash $G/tools/gpu_suite.sh run --memcheck --timeout 200 ) > $OUT/memcheck.log 2>&1
+grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" /tmp/mc/*.log | sort | uniq -c > $OUT/memcheck_summaries.txt
+echo done
