@@ -139,10 +139,10 @@ StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapt
   // node, so Release and a launch on another stream can wait for it without
   // an API call per replay.
   cudaGraphNode_t record = nullptr;
-  if (Status s = !p_.GraphsRecord() ? OkStatus() : CudaResult(cuda().GraphAddEventRecordNode(&record, g->get(), frontier.data(), frontier.size(),
-                                                           p_.last_launch.event()),
-                            CudaCall::kGraphAddEventRecordNode);
-      !s.ok()) {
+  const cudaError_t added = !p_.GraphsRecord() ? cudaSuccess
+                                               : cuda().GraphAddEventRecordNode(&record, g->get(), frontier.data(),
+                                                                                frontier.size(), p_.last_launch.event());
+  if (Status s = CudaResult(added, CudaCall::kGraphAddEventRecordNode); !s.ok()) {
     return Failed(CaptureStage::kEndCapture, s);
   }
   pj.nodes.heads = pj.piece->staged.head_nodes();
