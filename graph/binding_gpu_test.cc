@@ -277,6 +277,52 @@ TEST_F(BindingGpuTest, AnInputNoNodeNamesIsStagedByTheScan) {
       << r.binding_reason;
 }
 
+// A piece after an eager stage writes an output only through a pointer no
+// parameter word holds. No node names that output, so the piece is staged
+// (its tails copy the static buffer out): bound directly it would write the
+// static buffer on every replay and leave the caller's output as it was,
+// and the probe, which keeps a later piece's outputs as the earlier stages
+// left them, sees no difference when the output already held the answer.
+TEST_F(BindingGpuTest, APieceWritingAnOutputNoNodeNamesIsStaged) {
+  MethodSpec spec;
+  spec.name = "hidden_output";
+  spec.constants = std::vector<Constant>{};
+  MethodFlags f;
+  f.warmup_calls = 0;
+  spec.flags = f;
+  spec.stages = {
+      {"first", [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); }},
+      {"host", [](Call&) { return OkStatus(); }, /*eager=*/true},
+      {"second",
+       [](Call& c) {
+         cudaError_t e = testing::LaunchCopyToHalves(static_cast<const float*>(c.input(0).data),
+                                                     static_cast<float*>(c.output(1).data), kN, c.stream());
+         return e == cudaSuccess ? OkStatus() : CudaStatus(e, "copy to halves");
+       }},
+  };
+  auto m = mgr_->Register(std::move(spec));
+  ASSERT_TRUE(m.ok()) << m.status();
+  DeviceBuffer<float> in(kN), out0(kN), out1(kN);
+  for (int call = 1; call <= 4; ++call) {
+    std::vector<float> v(kN);
+    for (int64_t i = 0; i < kN; ++i) v[i] = float(i + 1) * float(call);
+    in.Upload(v);
+    if (call == 1) out1.Upload(v);  // already the answer at the capture: the probe alone could not tell
+    TensorRef ti{in.get(), DType::kFloat32, {kN}, {}};
+    TensorRef outs[] = {{out0.get(), DType::kFloat32, {kN}, {}}, {out1.get(), DType::kFloat32, {kN}, {}}};
+    ASSERT_TRUE((*m)->Run({&ti, 1}, outs, s_).ok()) << "call " << call;
+    ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+    EXPECT_EQ(out0.Download(), Times2(v)) << "call " << call;
+    EXPECT_EQ(out1.Download(), v) << "call " << call;
+  }
+  MethodReport r = (*m)->Report();
+  ASSERT_EQ(r.pieces.size(), 2u);
+  EXPECT_TRUE(r.pieces[1].graphed);
+  EXPECT_NE(r.pieces[1].reason.find("output 1 is referenced by no kernel parameter"), std::string::npos)
+      << r.pieces[1].reason;
+  EXPECT_EQ(r.replays, 3);
+}
+
 TEST_F(BindingGpuTest, TheProbeAppliesWritesToConstantsOnce) {
   DeviceBuffer<int> counter(1);
   counter.Upload({0});

@@ -19,6 +19,12 @@ __global__ void AddFromHalvesKernel(uint32_t hi, uint32_t lo, float* out, int64_
   if (i < n) out[i] += in[i];
 }
 
+__global__ void CopyToHalvesKernel(const float* in, uint32_t hi, uint32_t lo, int64_t n) {
+  float* out = reinterpret_cast<float*>((uint64_t(hi) << 32) | lo);
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = in[i];
+}
+
 __global__ void ShiftRightKernel(const float* in, float* out, int64_t n) {
   // One thread, in ascending order, so an in-place call reads what it has
   // just written.
@@ -53,6 +59,12 @@ cudaError_t LaunchStructAffine(AffineArgs args, cudaStream_t s) {
 cudaError_t LaunchAddFromHalves(const float* in, float* out, int64_t n, cudaStream_t s) {
   const uint64_t p = reinterpret_cast<uint64_t>(in);
   AddFromHalvesKernel<<<Blocks(n), 256, 0, s>>>(static_cast<uint32_t>(p >> 32), static_cast<uint32_t>(p), out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCopyToHalves(const float* in, float* out, int64_t n, cudaStream_t s) {
+  const uint64_t p = reinterpret_cast<uint64_t>(out);
+  CopyToHalvesKernel<<<Blocks(n), 256, 0, s>>>(in, static_cast<uint32_t>(p >> 32), static_cast<uint32_t>(p), n);
   return cudaGetLastError();
 }
 

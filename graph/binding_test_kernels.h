@@ -20,6 +20,8 @@ struct AffineArgs {
 cudaError_t LaunchStructAffine(AffineArgs args, cudaStream_t s);
 // out[i] += in[i], `in` passed as two 32-bit halves: no word holds it.
 cudaError_t LaunchAddFromHalves(const float* in, float* out, int64_t n, cudaStream_t s);
+// out[i] = in[i], `out` passed as two 32-bit halves: no word holds it.
+cudaError_t LaunchCopyToHalves(const float* in, float* out, int64_t n, cudaStream_t s);
 // out[0] = 0, out[i] = in[i - 1]: all zeros when done in place.
 // out[i] = 2 * in[i], by a kernel no other test launches: its parameter
 // layout is read (and kept) the first time a scan meets it, so a test can

@@ -10,9 +10,10 @@
 namespace encore {
 namespace {
 
-std::string UnreferencedTensor(const ScanResult& scan, Args inputs, Args outputs) {
+// `from`: the first tensor checked (inputs, then outputs).
+std::string UnreferencedTensor(const ScanResult& scan, Args inputs, Args outputs, size_t from) {
   const size_t num_inputs = inputs.size();
-  for (size_t t = 0; t < scan.referenced.size(); ++t) {
+  for (size_t t = from; t < scan.referenced.size(); ++t) {
     const TensorRef& tensor = t < num_inputs ? inputs[t] : outputs[t - num_inputs];
     if (scan.referenced[t] || tensor.span_bytes() == 0) continue;
     const std::string name = t < num_inputs ? "input " + std::to_string(t) : "output " + std::to_string(t - num_inputs);
@@ -52,11 +53,16 @@ std::optional<BindingInput> ChoosePieceBinding(InstanceParts& p, PieceGraph& pie
       facts.recaptures = p.counters.recaptures;  // ChooseBinding stages it for the cost
     } else if (facts.unsafe_reason.empty()) {
       facts.unsafe_reason = in.scan.unsafe;
-      // A piece of a longer method often leaves a tensor of the method to
-      // another piece; the probe, which poisons encore's buffers, still
-      // catches a piece that reaches one through device memory.
-      if (facts.unsafe_reason.empty() && p.body.segments().size() == 1) {
-        facts.unsafe_reason = UnreferencedTensor(in.scan, in.static_inputs, in.static_outputs);
+      // A piece of a longer method often leaves an input of the method to
+      // another piece: the probe, which poisons the static inputs, catches
+      // a piece that reads one through device memory. An output no node
+      // names stages the piece still: a write through device memory to
+      // its static buffer would reach the caller only by staging, and the
+      // probe keeps a later piece's outputs (data an earlier stage left)
+      // unpoisoned, so it could miss it.
+      if (facts.unsafe_reason.empty()) {
+        const size_t from = p.body.segments().size() == 1 ? 0 : in.static_inputs.size();
+        facts.unsafe_reason = UnreferencedTensor(in.scan, in.static_inputs, in.static_outputs, from);
       }
       facts.rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
       // Unknown until replays show it: assumed, and judged again then.
@@ -109,6 +115,12 @@ void RejudgeAutoBinding(InstanceParts& p, PieceGraph& piece, int64_t index) {
   facts.addresses_recur = AddressesRecur(piece.direct->binds(), piece.direct->rewrite_calls());
   BindingChoice c = ChooseBinding(Binding::kAuto, facts);
   if (c.binding == Binding::kDirect) return;
+  // A direct-first capture made no staged executable: made now, or the
+  // direct form stays (it answers every call it took so far).
+  if (piece.staged.variants().empty()) {
+    if (!piece.staged.InstantiateFirst().ok()) return;
+    ++p.counters.instantiations;
+  }
   c.reason += " (" + std::to_string(piece.direct->rewrite_calls()) + " of its first " +
               std::to_string(piece.direct->binds()) + " replays had to rewrite an executable)";
   piece.StageInstead(std::move(c.reason));

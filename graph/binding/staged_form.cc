@@ -164,11 +164,12 @@ Status StagedForm::InstantiateFirst() {
   return OkStatus();
 }
 
-Status StagedForm::LaunchHeads(bool body_bumps_sequence, cudaStream_t stream) const {
+Status StagedForm::LaunchHeads(bool body_bumps_sequence, cudaStream_t stream, bool* bumped) const {
   for (const HeadNode& h : heads_) {
     StageParams p = h.params;
     if (body_bumps_sequence) p.sequence = nullptr;
     ENCORE_RETURN_IF_ERROR(Launch(p, stream));
+    *bumped |= p.sequence != nullptr;
   }
   return OkStatus();
 }

@@ -258,7 +258,9 @@ StageResult CapturePipeline::Launch(CaptureJob& job, PieceJob& pj) {
 Status CapturePipeline::FailFirstLaunch(CaptureJob& job, PieceJob& pj, const StageFailure& f) {
   // A launch that returned an error ran nothing of the body, so the eager
   // retry cannot apply the call twice; a tail that failed after the body
-  // ran returns its error instead.
+  // ran returns its error instead, once the body's work is done with the
+  // buffers and owners that go with the piece.
+  if (f.graph_launched) (void)cuda().StreamSynchronize(job.stream);
   Status eager = FailPiece(job, pj, f);
   // The other ranks launched, and vote on the probe once that launch is
   // done: after this rank's eager retry ran the same collectives, its no

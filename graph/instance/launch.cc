@@ -15,10 +15,15 @@ Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream,
 Status LaunchAroundDirect(InstanceParts& p, PieceGraph& piece, cudaStream_t stream, int64_t index,
                           bool* body_launched) {
   ENCORE_RETURN_IF_ERROR(p.last_launch.Join(stream));
-  ENCORE_RETURN_IF_ERROR(piece.staged.LaunchHeads(piece.direct->bumps_sequence(), stream));
+  // The launch ring follows the device's sequence: recorded once a head
+  // that bumps it was launched, even if what follows fails.
+  bool bumped = false;
+  Status heads = piece.staged.LaunchHeads(piece.direct->bumps_sequence(), stream, &bumped);
+  if (bumped) p.checks.RecordLaunch(index);
+  ENCORE_RETURN_IF_ERROR(heads);
   ENCORE_RETURN_IF_ERROR(piece.direct->first_exec().Launch(stream));
   *body_launched = true;
-  p.checks.RecordLaunch(index);  // the heads (or the body's own head) bumped the sequence once
+  if (!bumped && piece.direct->bumps_sequence()) p.checks.RecordLaunch(index);  // the body's own head
   // The tails run after the direct graph's own record node: the call
   // records the end (LastLaunch::EndCall).
   p.last_launch.Launched(stream, /*records=*/false);

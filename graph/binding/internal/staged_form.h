@@ -104,7 +104,8 @@ class StagedForm : public VariantForm<GraphExec, StagedExtra> {
   // static buffers they do the staged graph's work, node for node. Not for
   // a padded graph. `body_bumps_sequence`: the body keeps a head of its own
   // that bumps the check sequence, so these heads do not.
-  Status LaunchHeads(bool body_bumps_sequence, cudaStream_t stream) const;
+  // `*bumped`: a head that bumps the check sequence was launched.
+  Status LaunchHeads(bool body_bumps_sequence, cudaStream_t stream, bool* bumped) const;
   Status LaunchTails(cudaStream_t stream) const;
 
   bool Accepts(Args, Args, uint64_t) override { return true; }
