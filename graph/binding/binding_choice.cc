@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "encore/policy/binding_policy.h"
+#include "graph/internal/lap.h"
 #include "graph/pad/internal/padding.h"
 
 namespace encore {
@@ -88,9 +89,9 @@ double BuildDirect(InstanceParts& p, PieceGraph& piece, BindingInput in, int64_t
   piece.direct = *std::move(d);
   piece.rebind_sites = sites;
   piece.auto_rejudge = p.flags.binding == Binding::kAuto && rewrite_nodes > kAutoMaxRewriteNodes;
-  const auto t0 = std::chrono::steady_clock::now();
+  auto t = std::chrono::steady_clock::now();
   Status s = piece.direct->InstantiateFirst();
-  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  const double us = Lap(&t);
   if (!s.ok()) {
     StageInstead(p, piece, "the direct form did not instantiate (" + std::string(s.message()) + ")", index);
     return us;
@@ -105,6 +106,13 @@ void StageInstead(InstanceParts& p, PieceGraph& piece, const std::string& why, i
 }
 
 
+Status InstantiateStaged(InstanceParts& p, PieceGraph& piece) {
+  if (!piece.staged.variants().empty()) return OkStatus();
+  ENCORE_RETURN_IF_ERROR(piece.staged.InstantiateFirst());
+  ++p.counters.instantiations;
+  return OkStatus();
+}
+
 void RejudgeAutoBinding(InstanceParts& p, PieceGraph& piece, int64_t index) {
   if (piece.direct && piece.direct->binds() < kAutoRejudgeAfter) return;
   piece.auto_rejudge = false;
@@ -115,12 +123,9 @@ void RejudgeAutoBinding(InstanceParts& p, PieceGraph& piece, int64_t index) {
   facts.addresses_recur = AddressesRecur(piece.direct->binds(), piece.direct->rewrite_calls());
   BindingChoice c = ChooseBinding(Binding::kAuto, facts);
   if (c.binding == Binding::kDirect) return;
-  // A direct-first capture made no staged executable: made now, or the
-  // direct form stays (it answers every call it took so far).
-  if (piece.staged.variants().empty()) {
-    if (!piece.staged.InstantiateFirst().ok()) return;
-    ++p.counters.instantiations;
-  }
+  // Without a staged executable (a direct-first capture made none) the
+  // direct form stays: it answers every call it took so far.
+  if (!InstantiateStaged(p, piece).ok()) return;
   c.reason += " (" + std::to_string(piece.direct->rewrite_calls()) + " of its first " +
               std::to_string(piece.direct->binds()) + " replays had to rewrite an executable)";
   piece.StageInstead(std::move(c.reason));

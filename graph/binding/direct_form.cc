@@ -10,6 +10,7 @@
 #include "encore/core/cuda_error.h"
 #include "encore/policy/binding_policy.h"
 #include "graph/binding/internal/staging.h"
+#include "graph/internal/lap.h"
 
 namespace encore {
 
@@ -63,11 +64,11 @@ StatusOr<std::unique_ptr<DirectForm>> DirectForm::Build(const Graph& staged, con
 }
 
 Status DirectForm::Clone(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion) {
-  const auto t0 = std::chrono::steady_clock::now();
+  auto t = std::chrono::steady_clock::now();
   cudaGraph_t clone = nullptr;
   ENCORE_CUDA_CALL(GraphClone, &clone, staged.get());
   graph_ = Graph(clone);
-  clone_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  clone_us_ = Lap(&t);
   auto in_clone = [&](cudaGraphNode_t n) -> StatusOr<cudaGraphNode_t> {
     cudaGraphNode_t c = nullptr;
     ENCORE_CUDA_CALL(GraphNodeFindInClone, &c, n, clone);

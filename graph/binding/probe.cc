@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "graph/binding/internal/probe.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "graph/binding/internal/binding_choice.h"
+#include "graph/internal/lap.h"
 
 namespace encore {
 namespace {
@@ -14,14 +16,6 @@ namespace {
 constexpr int kPoison = 0xFF;  // NaN in every float type, -1 in every signed integer
 
 std::string Failed(std::string_view what) { return "the probe failed (" + std::string(what) + ")"; }
-
-// Microseconds since *t, which then moves to now.
-double Since(std::chrono::steady_clock::time_point* t) {
-  const auto now = std::chrono::steady_clock::now();
-  const double us = std::chrono::duration<double, std::micro>(now - *t).count();
-  *t = now;
-  return us;
-}
 
 }  // namespace
 
@@ -73,12 +67,12 @@ void Probe::Finish(Args outputs, cudaStream_t stream, int64_t index) {
   if (!probing) return;  // staged already, with its reason
   auto t = std::chrono::steady_clock::now();
   if (why.empty()) why = Run(*exec, outputs, stream);
-  times_.run = Since(&t);
+  times_.run = Lap(&t);
   // The state as the staged launch left it, whatever the probe did.
   if (Status kept = probe_->KeepGraphResult(stream); !kept.ok() && why.empty()) {
     why = "the probe could not restore the device state (" + std::string(kept.message()) + ")";
   }
-  times_.keep = Since(&t);
+  times_.keep = Lap(&t);
   p_.last_launch.RecordWork(stream);  // the restoring copies come after the launch's record
   probe_.reset();
   if (!why.empty()) StageInstead(p_, piece_, why, index);
@@ -87,7 +81,7 @@ void Probe::Finish(Args outputs, cudaStream_t stream, int64_t index) {
 std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
   auto t = std::chrono::steady_clock::now();
   StatusOr<std::string> rewound = probe_->Rewind(stream);
-  times_.wait = Since(&t);
+  times_.wait = Lap(&t);
   if (!rewound.ok()) return "the probe could not rewind the device state (" + std::string(rewound.status().message()) + ")";
   if (!rewound->empty()) return *rewound;  // a constant changed outside what was saved: not run again
   // Rewind waited for the staged launch: a check failure recorded now is
@@ -111,7 +105,7 @@ std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
   // The snapshots are aligned and disjoint, so the form does not decline them.
   if (**bound_ == nullptr) return Failed("its snapshots could not be bound");
   *exec = **bound_;
-  times_.bind = Since(&t);
+  times_.bind = Lap(&t);
   return {};
 }
 

@@ -275,11 +275,8 @@ Status CapturePipeline::EnsureStagedExecutable(CaptureJob& job, PieceJob& pj) {
   PieceGraph& piece = *pj.piece;
   if (!pj.direct_first || piece.direct) return OkStatus();
   NvtxScope range(p_.nvtx, NvtxRange::kCaptureInstantiate);
-  Status s = piece.staged.InstantiateFirst();
-  if (s.ok()) {
-    ++p_.counters.instantiations;
-    return OkStatus();
-  }
+  Status s = InstantiateStaged(p_, piece);
+  if (s.ok()) return OkStatus();
   // The call's result stands; the buffers it ran on go once it is done.
   (void)cuda().StreamSynchronize(job.stream);
   StageFailure f{CaptureStage::kInstantiate, s};
@@ -312,10 +309,9 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
     // The probe could not start, so the piece is staged: its executable
     // now, before anything of it ran (a failure retries eagerly).
     pj.direct_first = false;
-    if (Status s = piece.staged.InstantiateFirst(); !s.ok()) {
+    if (Status s = InstantiateStaged(p_, piece); !s.ok()) {
       return FailFirstLaunch(job, pj, StageFailure{CaptureStage::kFirstLaunch, s});
     }
-    ++p_.counters.instantiations;
   }
   if (StageResult f = Launch(job, pj)) return FailFirstLaunch(job, pj, *f);
   // While the first launch runs: the probe's first check, queued, and the

@@ -32,6 +32,9 @@ std::optional<BindingInput> ChoosePieceBinding(InstanceParts& p, PieceGraph& pie
 // The direct form (the clone, its sites) and its first executable, after
 // the staged one: the capture stands on the staged graph, and a direct form
 // that does not build only costs its speed (the piece is staged).
+// The piece's staged executable, made and counted unless it exists (a
+// direct-first capture made none).
+Status InstantiateStaged(InstanceParts& p, PieceGraph& piece);
 // Returns the microseconds its instantiation took (capture_phases).
 double BuildDirect(InstanceParts& p, PieceGraph& piece, BindingInput in, int64_t index);
 // The piece is staged from now on, with `why`; logged.

@@ -16,7 +16,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -24,6 +24,7 @@
 #include "graph/instance/internal/call_plan.h"
 #include "graph/instance/internal/graph_entry.h"
 #include "graph/instance/internal/method_body.h"
+#include "graph/internal/lap.h"
 #include "graph/verify/internal/verified_launch.h"
 
 namespace encore {
@@ -41,14 +42,6 @@ struct CapturePhases {
   ENCORE_CAPTURE_PHASES_(ENCORE_X_)
 #undef ENCORE_X_
 };
-
-// Microseconds since *t, which then moves to now.
-inline double Lap(std::chrono::steady_clock::time_point* t) {
-  const auto now = std::chrono::steady_clock::now();
-  const double us = std::chrono::duration<double, std::micro>(now - *t).count();
-  *t = now;
-  return us;
-}
 
 struct CaptureJob {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
