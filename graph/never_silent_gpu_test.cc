@@ -193,6 +193,26 @@ TEST_F(NeverSilentTest, APrecaptureThatFailsBeforeAnyPieceCountsNoEagerCall) {
   EXPECT_TRUE(r.eager_by_reason.empty());
 }
 
+// The capture fails and so does its eager retry: the precapture is
+// abandoned with no piece graphed (CapturePipeline::Abandon), and it still
+// counts no eager call.
+TEST_F(NeverSilentTest, APrecaptureWhoseEagerRetryFailsCountsNoEagerCall) {
+  Method* m = Register("fails_after_warmup", [](Call& c) -> Status {
+    if (c.kind() != CallKind::kWarmup) return InternalError("refused after the warmup");
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  });
+  TensorRef ti{in_.get(), DType::kFloat32, {kN}, {}}, to{out_.get(), DType::kFloat32, {kN}, {}};
+  Status st = m->Precapture({&ti, 1}, {&to, 1}, s());
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("refused after the warmup"), std::string_view::npos) << st;
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.capture_failures, 1) << st;
+  EXPECT_FALSE(r.graphs_off_reason.empty());  // Abandon's failure path ran
+  EXPECT_EQ(r.calls, 0);
+  EXPECT_EQ(r.eager_calls, 0);
+  EXPECT_TRUE(r.eager_by_reason.empty());
+}
+
 // Four inputs of 2^62 bytes each: their sum wraps a size_t to almost
 // nothing, which would fit any budget and send the capture to allocate
 // exabytes. Saturated, the reserve is over the budget and the call eager.
