@@ -11,10 +11,10 @@
 namespace encore {
 namespace {
 
-// `from`: the first tensor checked (inputs, then outputs).
-std::string UnreferencedTensor(const ScanResult& scan, Args inputs, Args outputs, size_t from) {
+// The first tensor (inputs, then outputs) no node names, as a reason.
+std::string UnreferencedTensor(const ScanResult& scan, Args inputs, Args outputs) {
   const size_t num_inputs = inputs.size();
-  for (size_t t = from; t < scan.referenced.size(); ++t) {
+  for (size_t t = 0; t < scan.referenced.size(); ++t) {
     const TensorRef& tensor = t < num_inputs ? inputs[t] : outputs[t - num_inputs];
     if (scan.referenced[t] || tensor.span_bytes() == 0) continue;
     const std::string name = t < num_inputs ? "input " + std::to_string(t) : "output " + std::to_string(t - num_inputs);
@@ -54,16 +54,13 @@ std::optional<BindingInput> ChoosePieceBinding(InstanceParts& p, PieceGraph& pie
       facts.recaptures = p.counters.recaptures;  // ChooseBinding stages it for the cost
     } else if (facts.unsafe_reason.empty()) {
       facts.unsafe_reason = in.scan.unsafe;
-      // A piece of a longer method often leaves an input of the method to
-      // another piece: the probe, which poisons the static inputs, catches
-      // a piece that reads one through device memory. An output no node
-      // names stages the piece still: a write through device memory to
-      // its static buffer would reach the caller only by staging, and the
-      // probe keeps a later piece's outputs (data an earlier stage left)
-      // unpoisoned, so it could miss it.
-      if (facts.unsafe_reason.empty()) {
-        const size_t from = p.body.segments().size() == 1 ? 0 : in.static_inputs.size();
-        facts.unsafe_reason = UnreferencedTensor(in.scan, in.static_inputs, in.static_outputs, from);
+      // A piece of a longer method often leaves a tensor of the method to
+      // another piece. The probe poisons encore's static buffers: a piece
+      // that reads one through device memory reads poison, and one that
+      // writes one is caught by the poison it overwrote (Probe::
+      // StaticsWritten), so such a piece is left to the probe.
+      if (facts.unsafe_reason.empty() && p.body.segments().size() == 1) {
+        facts.unsafe_reason = UnreferencedTensor(in.scan, in.static_inputs, in.static_outputs);
       }
       facts.rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
       // Unknown until replays show it: assumed, and judged again then.

@@ -13,7 +13,7 @@
 namespace encore {
 namespace {
 
-constexpr int kPoison = 0xFF;  // NaN in every float type, -1 in every signed integer
+constexpr int kPoison = VerifiedLaunch::kFill;  // NaN in every float type, -1 in every signed integer
 
 std::string Failed(std::string_view what) { return "the probe failed (" + std::string(what) + ")"; }
 
@@ -109,6 +109,34 @@ std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
   return {};
 }
 
+std::string Probe::StaticsWritten(cudaStream_t stream, Status* error) {
+  // Bound to the snapshots, the direct form has no business with encore's
+  // buffers: a write there went through a reference the scan could not see.
+  // Replays would keep writing there, and the caller's tensor would not get
+  // it (an output no node of the piece names: the probe keeps a later
+  // piece's outputs as the earlier stages left them, so the comparison
+  // alone cannot tell when they already held the answer).
+  std::vector<TensorRef> buffers;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < entry_.static_inputs.size(); ++i) {
+    buffers.push_back(entry_.static_inputs[i]);
+    names.push_back("input " + std::to_string(i));
+  }
+  for (size_t i = 0; i < entry_.static_outputs.size(); ++i) {
+    buffers.push_back(entry_.static_outputs[i]);
+    names.push_back("output " + std::to_string(i));
+  }
+  StatusOr<std::string> written = probe_->FirstWritten(buffers, names, stream);
+  if (!written.ok()) {
+    *error = written.status();
+    return {};
+  }
+  if (written->empty()) return {};
+  return "the probe found a reference the scan could not see: with encore's buffers poisoned, the direct form "
+         "wrote encore's own buffer of " + *written + ", a buffer it is not bound to (graph = that buffer, eager = "
+         "the poison)";
+}
+
 std::string Probe::Run(const GraphExec& exec, Args outputs, cudaStream_t stream) {
   std::string why;
   Status s = exec.Launch(stream);
@@ -119,6 +147,7 @@ std::string Probe::Run(const GraphExec& exec, Args outputs, cudaStream_t stream)
       why = "the probe found a reference the scan could not see: with encore's buffers poisoned, the direct form "
             "differs from the staged graph (" + *diff + "; graph = staged, eager = direct)";
     }
+    if (diff.ok() && diff->empty()) why = StaticsWritten(stream, &s);
   }
   if (!s.ok()) {
     ClearCudaError();

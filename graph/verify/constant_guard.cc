@@ -229,19 +229,32 @@ StatusOr<std::string> GuardedRun::RewindFirst(cudaStream_t stream) {
   return std::string();
 }
 
-StatusOr<std::string> GuardedRun::CompareSecond(bool compare_bytes, cudaStream_t stream) {
+Status GuardedRun::QueueSecond(bool compare_bytes, cudaStream_t stream) {
   if (second_slot_ < 0) {
     ENCORE_ASSIGN_OR_RETURN(second_slot_, g_->TakeSlot());
   }
   ENCORE_RETURN_IF_ERROR(g_->Pass(second_slot_, first_slot_, /*skip=*/true, stream));
+  compare_bytes_ = compare_bytes && first_ != nullptr;
+  if (compare_bytes_) ENCORE_RETURN_IF_ERROR(first_->Compare(stream));
+  second_queued_ = true;
+  return OkStatus();
+}
+
+StatusOr<std::string> GuardedRun::ReadSecond(cudaStream_t stream) {
+  if (!second_queued_) return InternalError("GuardedRun::ReadSecond: the second run's checks were not queued");
+  second_queued_ = false;
   ENCORE_ASSIGN_OR_RETURN(ChecksumVerdict v, g_->sums_.ReadVerdict(stream));
   if (v.differing_blocks > 0) return g_->OutsideReason(v, "the second run");
-  if (!first_ || !compare_bytes) return std::string();
-  ENCORE_RETURN_IF_ERROR(first_->Compare(stream));
+  if (!compare_bytes_) return std::string();
   ENCORE_ASSIGN_OR_RETURN(SnapshotDifference d, first_->ReadDifference(stream));
   if (!d.differs) return std::string();
   return g_->Name(d.region) + " byte " + std::to_string(d.offset_in_region) + ": graph " + std::to_string(d.saved) +
          ", eager " + std::to_string(d.current);
+}
+
+StatusOr<std::string> GuardedRun::CompareSecond(bool compare_bytes, cudaStream_t stream) {
+  ENCORE_RETURN_IF_ERROR(QueueSecond(compare_bytes, stream));
+  return ReadSecond(stream);
 }
 
 Status GuardedRun::KeepFirst(cudaStream_t stream) {

@@ -81,15 +81,28 @@ Status DeviceDiff::Enqueue(int slot, const TensorRef& layout, const void* graph,
   p.vector16 = p.contiguous && tolerance == 0 && bases % 16 == 0 ? 1 : 0;
   p.elem_aligned = bases % p.elem_bytes == 0 ? 1 : 0;
   p.tolerance = tolerance;
+  p.fill = -1;
   p.result = results_ + slot;
   kinds_[slot] = Kind::kElements;
   return Launch(slot, p, stream);
 }
 
 Status DeviceDiff::EnqueueBytes(int slot, const void* graph, const void* eager, size_t bytes, cudaStream_t stream) {
+  if (bytes != 0 && eager == nullptr) {
+    return InvalidArgumentError("DeviceDiff: " + std::to_string(bytes) + " bytes at a null address");
+  }
+  return EnqueueRaw(slot, graph, eager, -1, bytes, stream);
+}
+
+Status DeviceDiff::EnqueueFill(int slot, const void* graph, unsigned char fill, size_t bytes, cudaStream_t stream) {
+  return EnqueueRaw(slot, graph, nullptr, fill, bytes, stream);
+}
+
+Status DeviceDiff::EnqueueRaw(int slot, const void* graph, const void* eager, int fill, size_t bytes,
+                              cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(CheckSlot(slot));
   if (bytes > static_cast<size_t>(INT64_MAX)) return InvalidArgumentError("DeviceDiff: byte count beyond INT64_MAX");
-  if (bytes != 0 && (graph == nullptr || eager == nullptr)) {
+  if (bytes != 0 && graph == nullptr) {
     return InvalidArgumentError("DeviceDiff: " + std::to_string(bytes) + " bytes at a null address");
   }
   dtypes_[slot] = DType::kUInt8;
@@ -108,9 +121,28 @@ Status DeviceDiff::EnqueueBytes(int slot, const void* graph, const void* eager, 
   p.vector16 = (reinterpret_cast<uintptr_t>(graph) | reinterpret_cast<uintptr_t>(eager)) % 16 == 0 ? 1 : 0;
   p.elem_aligned = 1;
   p.tolerance = 0;
+  p.fill = fill;
   p.result = results_ + slot;
   kinds_[slot] = Kind::kBytes;
   return Launch(slot, p, stream);
+}
+
+ElementDifference DeviceDiff::Decode(int slot, const diff::DeviceResult& r) const {
+  ElementDifference out;
+  out.dtype = dtypes_[slot];
+  if (kinds_[slot] == Kind::kEmpty || r.first_inv == 0) return out;
+  out.index = static_cast<int64_t>(~r.first_inv);
+  std::memcpy(out.graph.data(), r.graph, sizeof r.graph);
+  std::memcpy(out.eager.data(), r.eager, sizeof r.eager);
+  return out;
+}
+
+std::string DeviceDiff::Format(int slot, const ElementDifference& d) const {
+  if (!d.differs()) return std::string();
+  if (kinds_[slot] == Kind::kBytes) {
+    return FormatByteDifference(d.index, static_cast<uint8_t>(d.graph[0]), static_cast<uint8_t>(d.eager[0]));
+  }
+  return FormatElementDifference(d.dtype, d.index, d.graph.data(), d.eager.data());
 }
 
 StatusOr<ElementDifference> DeviceDiff::ReadDifference(int slot, cudaStream_t stream) {
@@ -118,25 +150,34 @@ StatusOr<ElementDifference> DeviceDiff::ReadDifference(int slot, cudaStream_t st
   if (kinds_[slot] == Kind::kNone) {
     return FailedPreconditionError("DeviceDiff: slot " + std::to_string(slot) + " holds no comparison");
   }
-  ElementDifference out;
-  out.dtype = dtypes_[slot];
-  if (kinds_[slot] == Kind::kEmpty) return out;
   diff::DeviceResult r{};
-  ENCORE_RETURN_IF_ERROR(verify_io::ReadBack(&r, results_ + slot, sizeof r, stream, "DeviceDiff::Read"));
-  if (r.first_inv == 0) return out;
-  out.index = static_cast<int64_t>(~r.first_inv);
-  std::memcpy(out.graph.data(), r.graph, sizeof r.graph);
-  std::memcpy(out.eager.data(), r.eager, sizeof r.eager);
-  return out;
+  if (kinds_[slot] != Kind::kEmpty) {
+    ENCORE_RETURN_IF_ERROR(verify_io::ReadBack(&r, results_ + slot, sizeof r, stream, "DeviceDiff::Read"));
+  }
+  return Decode(slot, r);
 }
 
 StatusOr<std::string> DeviceDiff::Read(int slot, cudaStream_t stream) {
   ENCORE_ASSIGN_OR_RETURN(ElementDifference d, ReadDifference(slot, stream));
-  if (!d.differs()) return std::string();
-  if (kinds_[slot] == Kind::kBytes) {
-    return FormatByteDifference(d.index, static_cast<uint8_t>(d.graph[0]), static_cast<uint8_t>(d.eager[0]));
+  return Format(slot, d);
+}
+
+StatusOr<std::vector<std::string>> DeviceDiff::ReadFirst(int count, cudaStream_t stream) {
+  if (count < 0 || count > slots()) {
+    return InvalidArgumentError("DeviceDiff: " + std::to_string(count) + " slots asked of " + std::to_string(slots()));
   }
-  return FormatElementDifference(d.dtype, d.index, d.graph.data(), d.eager.data());
+  for (int i = 0; i < count; ++i) {
+    if (kinds_[i] == Kind::kNone) {
+      return FailedPreconditionError("DeviceDiff: slot " + std::to_string(i) + " holds no comparison");
+    }
+  }
+  // One copy and one wait for every slot, however many the call compared.
+  std::vector<diff::DeviceResult> r(static_cast<size_t>(count));
+  ENCORE_RETURN_IF_ERROR(
+      verify_io::ReadBack(r.data(), results_, r.size() * sizeof(diff::DeviceResult), stream, "DeviceDiff::ReadFirst"));
+  std::vector<std::string> out(r.size());
+  for (int i = 0; i < count; ++i) out[i] = Format(i, Decode(i, r[i]));
+  return out;
 }
 
 StatusOr<std::string> DeviceDiff::FirstDifference(const TensorRef& layout, const void* graph, const void* eager,

@@ -214,6 +214,69 @@ TEST_F(DeviceDiffTest, BytesVariant) {
   }
 }
 
+// Against a fill byte: the first byte that is not it, at every alignment,
+// in the vector body and in the tail.
+TEST_F(DeviceDiffTest, FillVariant) {
+  const size_t n = kChecksumBlockBytes + 13;
+  const std::vector<std::byte> ff(n, std::byte{0xFF});
+  for (size_t shift : {0, 1, 16}) {
+    DeviceBuffer<> x(n + 32);
+    ASSERT_TRUE(x.ok());
+    ASSERT_EQ(testing::ToDevice(x.get() + shift, ff.data(), n), cudaSuccess);
+    ASSERT_TRUE(diff_.EnqueueFill(1, x.get() + shift, 0xFF, n, s()).ok());
+    auto same = diff_.Read(1, s());
+    ASSERT_TRUE(same.ok()) << same.status();
+    EXPECT_EQ(*same, "") << "shift " << shift;
+    // The fill is what the comparison reads, not zero.
+    ASSERT_TRUE(diff_.EnqueueFill(1, x.get() + shift, 0, n, s()).ok());
+    auto zero = diff_.Read(1, s());
+    ASSERT_TRUE(zero.ok());
+    EXPECT_EQ(*zero, FormatByteDifference(0, 0xFF, 0)) << "shift " << shift;
+    for (size_t at : {n - 1, size_t{77777}, size_t{5}}) {
+      testing::WriteByte(x.get() + shift + at, 0x3F);
+      ASSERT_TRUE(diff_.EnqueueFill(1, x.get() + shift, 0xFF, n, s()).ok());
+      auto text = diff_.Read(1, s());
+      ASSERT_TRUE(text.ok());
+      EXPECT_EQ(*text, FormatByteDifference(static_cast<int64_t>(at), 0x3F, 0xFF)) << "shift " << shift;
+    }
+  }
+  EXPECT_EQ(diff_.EnqueueFill(0, nullptr, 0xFF, 4, s()).code(), StatusCode::kInvalidArgument);
+}
+
+// ReadFirst reads every slot after one wait, as Read words each.
+TEST_F(DeviceDiffTest, ReadFirstWordsEverySlotAsReadDoes) {
+  TensorRef t;
+  t.dtype = DType::kUInt8;
+  t.shape = {64};
+  std::vector<std::byte> g = testing::RandomBytes(64, 3);
+  std::vector<std::byte> h = g;
+  h[9] ^= std::byte{1};
+  DeviceBuffer<> a(64), b(64), c(64);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_EQ(testing::ToDevice(a.get(), g.data(), 64), cudaSuccess);
+  ASSERT_EQ(testing::ToDevice(b.get(), g.data(), 64), cudaSuccess);
+  ASSERT_EQ(testing::ToDevice(c.get(), h.data(), 64), cudaSuccess);
+  ASSERT_TRUE(diff_.Enqueue(0, t, a.get(), c.get(), 0, s()).ok());
+  ASSERT_TRUE(diff_.Enqueue(1, t, a.get(), b.get(), 0, s()).ok());
+  ASSERT_TRUE(diff_.EnqueueBytes(2, a.get(), c.get(), 64, s()).ok());
+  TensorRef empty = t;
+  empty.shape = {0};
+  ASSERT_TRUE(diff_.Enqueue(3, empty, nullptr, nullptr, 0, s()).ok());
+  auto all = diff_.ReadFirst(4, s());
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    auto one = diff_.Read(i, s());
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ((*all)[i], *one) << "slot " << i;
+  }
+  EXPECT_NE((*all)[0], "");
+  EXPECT_EQ((*all)[1], "");
+  EXPECT_EQ((*all)[2], FormatByteDifference(9, static_cast<uint8_t>(g[9]), static_cast<uint8_t>(h[9])));
+  EXPECT_EQ((*all)[3], "");
+  EXPECT_EQ(diff_.ReadFirst(diff_.slots() + 1, s()).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(DeviceDiffTest, SlotsHoldTheirOwnComparisons) {
   TensorRef t;
   t.dtype = DType::kUInt8;

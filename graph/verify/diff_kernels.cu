@@ -97,8 +97,9 @@ __device__ bool Close(double g, double e, double tol) {
 
 __device__ bool SameElement(const Params& p, int64_t offset) {
   const unsigned char* g = p.graph + offset * p.elem_bytes;
-  const unsigned char* e = p.eager + offset * p.elem_bytes;
   const uint64_t gb = LoadBits(g, p.elem_bytes, p.elem_aligned != 0);
+  if (p.fill >= 0) return gb == static_cast<uint64_t>(p.fill);  // bytes only: elem_bytes is 1
+  const unsigned char* e = p.eager + offset * p.elem_bytes;
   const uint64_t eb = LoadBits(e, p.elem_bytes, p.elem_aligned != 0);
   if (p.tolerance == 0) return gb == eb;
   return Close(Value(p.dtype, gb), Value(p.dtype, eb), p.tolerance);
@@ -127,9 +128,10 @@ __device__ unsigned long long ThreadFirstVector(const Params& p) {
   const uint4* g = reinterpret_cast<const uint4*>(p.graph);
   const uint4* e = reinterpret_cast<const uint4*>(p.eager);
   const uint64_t per_chunk = 16 / p.elem_bytes;
+  const unsigned int word = p.fill >= 0 ? 0x01010101u * static_cast<unsigned int>(p.fill) : 0;
   for (uint64_t c = GlobalThread(); c < chunks; c += GridThreads()) {
     const uint4 a = __ldcs(g + c);
-    const uint4 b = __ldcs(e + c);
+    const uint4 b = p.fill >= 0 ? make_uint4(word, word, word, word) : __ldcs(e + c);
     if (a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w) continue;
     for (uint64_t k = c * per_chunk;; ++k) {
       if (!SameElement(p, static_cast<int64_t>(k))) return k;
@@ -152,7 +154,7 @@ __device__ void ArriveAndPublish(const Params& p) {
     const int64_t off = (p.contiguous ? static_cast<int64_t>(k) : ElementOffset(p, k)) * p.elem_bytes;
     for (int b = 0; b < 8; ++b) {
       r->graph[b] = b < p.elem_bytes ? p.graph[off + b] : 0;
-      r->eager[b] = b < p.elem_bytes ? p.eager[off + b] : 0;
+      r->eager[b] = b >= p.elem_bytes ? 0 : p.fill >= 0 ? static_cast<unsigned char>(p.fill) : p.eager[off + b];
     }
   }
   r->ticket = 0;

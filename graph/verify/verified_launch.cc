@@ -113,31 +113,52 @@ StatusOr<std::string> VerifiedLaunch::Compare(Args outputs, double tolerance, cu
   device_synced_ = false;
   if (whole_device) {
     ENCORE_ASSIGN_OR_RETURN(device_synced_, SynchronizeDeviceBetweenCaptures(patience));
+    // The comparisons follow the second run on this stream in any case.
+    if (!device_synced_) ENCORE_CUDA_CALL(StreamSynchronize, stream);
   }
-  if (!device_synced_) ENCORE_CUDA_CALL(StreamSynchronize, stream);
   const int slots = static_cast<int>(std::max<size_t>(1, outputs.size() + slots_.size()));
+  ENCORE_ASSIGN_OR_RETURN(DeviceDiff * diff, Diff(slots, stream));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    ENCORE_RETURN_IF_ERROR(diff->Enqueue(static_cast<int>(i), outputs[i], outputs[i].data, eager_outputs_[i].data,
+                                          tolerance, stream));
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    ENCORE_RETURN_IF_ERROR(diff->EnqueueBytes(static_cast<int>(outputs.size() + i), s.graph, s.region.data,
+                                               s.region.bytes, stream));
+  }
+  if (guard_ != nullptr) ENCORE_RETURN_IF_ERROR(guard_->QueueSecond(/*compare_bytes=*/tolerance == 0, stream));
+  // One wait for every comparison queued above.
+  ENCORE_ASSIGN_OR_RETURN(std::vector<std::string> found,
+                          diff->ReadFirst(static_cast<int>(outputs.size() + slots_.size()), stream));
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (found[i].empty()) continue;
+    if (i < outputs.size()) return "output " + std::to_string(i) + " " + found[i];
+    return slots_[i - outputs.size()].region.what + " " + found[i];
+  }
+  if (guard_ != nullptr) return guard_->ReadSecond(stream);
+  return std::string();
+}
+
+StatusOr<DeviceDiff*> VerifiedLaunch::Diff(int slots, cudaStream_t stream) {
   DeviceDiff& diff = scratch_->diff;
   if (diff.slots() < slots) {
     ENCORE_ASSIGN_OR_RETURN(diff, DeviceDiff::Create(slots, stream));
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    ENCORE_RETURN_IF_ERROR(diff.Enqueue(static_cast<int>(i), outputs[i], outputs[i].data, eager_outputs_[i].data,
-                                         tolerance, stream));
+  return &diff;
+}
+
+StatusOr<std::string> VerifiedLaunch::FirstWritten(Args buffers, std::span<const std::string> names, cudaStream_t stream) {
+  if (buffers.empty()) return std::string();
+  ENCORE_ASSIGN_OR_RETURN(DeviceDiff * diff, Diff(static_cast<int>(buffers.size()), stream));
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    ENCORE_RETURN_IF_ERROR(
+        diff->EnqueueFill(static_cast<int>(i), buffers[i].data, kFill, buffers[i].span_bytes(), stream));
   }
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    const Slot& s = slots_[i];
-    ENCORE_RETURN_IF_ERROR(diff.EnqueueBytes(static_cast<int>(outputs.size() + i), s.graph, s.region.data,
-                                              s.region.bytes, stream));
+  ENCORE_ASSIGN_OR_RETURN(std::vector<std::string> found, diff->ReadFirst(static_cast<int>(buffers.size()), stream));
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (!found[i].empty()) return names[i] + " (" + found[i] + ")";
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    ENCORE_ASSIGN_OR_RETURN(std::string d, diff.Read(static_cast<int>(i), stream));
-    if (!d.empty()) return "output " + std::to_string(i) + " " + d;
-  }
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    ENCORE_ASSIGN_OR_RETURN(std::string d, diff.Read(static_cast<int>(outputs.size() + i), stream));
-    if (!d.empty()) return slots_[i].region.what + " " + d;
-  }
-  if (guard_ != nullptr) return guard_->CompareSecond(/*compare_bytes=*/tolerance == 0, stream);
   return std::string();
 }
 

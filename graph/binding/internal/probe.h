@@ -62,6 +62,9 @@ class Probe {
   std::string Prepare(cudaStream_t stream, const GraphExec** exec);
   // The launch and comparison; why the piece stays staged, or empty.
   std::string Run(const GraphExec& exec, Args outputs, cudaStream_t stream);
+  // After that run: why a write to encore's static buffers stages the
+  // piece, or empty; a failure to check goes to `error`.
+  std::string StaticsWritten(cudaStream_t stream, Status* error);
 
   InstanceParts& p_;
   PieceGraph& piece_;

@@ -123,6 +123,10 @@ class GuardedRun {
   // `compare_bytes` false (a tolerance is set: constants are bytes), only
   // writes outside the saved blocks count.
   StatusOr<std::string> CompareSecond(bool compare_bytes, cudaStream_t stream);
+  // CompareSecond in two steps: its checks queued, then read (after the
+  // caller's own wait, so that one wait covers both).
+  Status QueueSecond(bool compare_bytes, cudaStream_t stream);
+  StatusOr<std::string> ReadSecond(cudaStream_t stream);
   // The first run's state stands (its saved blocks put back), or the
   // second's (nothing to put back).
   Status KeepFirst(cudaStream_t stream);
@@ -135,6 +139,8 @@ class GuardedRun {
   std::vector<int64_t> blocks_;
   std::unique_ptr<BlockSnapshot> before_, first_;
   int before_slot_ = -1, first_slot_ = -1, second_slot_ = -1;
+  bool second_queued_ = false;  // QueueSecond ran; ReadSecond not yet
+  bool compare_bytes_ = false;  // QueueSecond queued the saved blocks' comparison
 };
 
 }  // namespace encore

@@ -58,12 +58,17 @@ class DeviceDiff {
                                double tolerance, cudaStream_t stream);
   // Bitwise over `bytes` raw bytes.
   [[nodiscard]] Status EnqueueBytes(int slot, const void* graph, const void* eager, size_t bytes, cudaStream_t stream);
+  // Bitwise against `fill` in every byte (read as the eager side).
+  [[nodiscard]] Status EnqueueFill(int slot, const void* graph, unsigned char fill, size_t bytes, cudaStream_t stream);
 
   // Waits for `stream` and reads what slot `slot`'s latest comparison found.
   [[nodiscard]] StatusOr<ElementDifference> ReadDifference(int slot, cudaStream_t stream);
   // The same as text: FirstDifference's ("element 3: graph 2.5, eager 3"),
   // or FormatByteDifference's for EnqueueBytes; empty when equal.
   [[nodiscard]] StatusOr<std::string> Read(int slot, cudaStream_t stream);
+
+  // Slots [0, count) as Read words them, after one copy and one wait.
+  [[nodiscard]] StatusOr<std::vector<std::string>> ReadFirst(int count, cudaStream_t stream);
 
   // Enqueue into slot 0 and Read it.
   [[nodiscard]] StatusOr<std::string> FirstDifference(const TensorRef& layout, const void* graph, const void* eager,
@@ -73,6 +78,9 @@ class DeviceDiff {
   enum class Kind : uint8_t { kNone, kEmpty, kElements, kBytes };
   Status CheckSlot(int slot) const;
   Status Launch(int slot, const diff::Params& params, cudaStream_t stream);
+  Status EnqueueRaw(int slot, const void* graph, const void* eager, int fill, size_t bytes, cudaStream_t stream);
+  ElementDifference Decode(int slot, const diff::DeviceResult& r) const;
+  std::string Format(int slot, const ElementDifference& d) const;
 
   DeviceMemory memory_;
   diff::DeviceResult* results_ = nullptr;

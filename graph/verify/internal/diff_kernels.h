@@ -37,6 +37,7 @@ struct Params {
   int vector16;      // contiguous, bitwise and both bases 16-byte aligned
   int elem_aligned;  // both bases aligned to elem_bytes
   double tolerance;  // 0: bitwise
+  int fill;          // 0..255: `eager` is that byte everywhere (and unread; bytes only); -1: none
   DeviceResult* result;
 };
 

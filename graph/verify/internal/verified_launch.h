@@ -81,6 +81,13 @@ class VerifiedLaunch {
                                 std::chrono::milliseconds patience = std::chrono::milliseconds(500));
   bool device_synced() const { return device_synced_; }
 
+  // The byte every buffer FirstWritten checks was filled with.
+  static constexpr unsigned char kFill = 0xFF;
+  // After the second run: the first of `buffers` (each filled with kFill
+  // before it; whole byte spans) that holds another byte now, as
+  // "names[i] (byte 8: graph 3, eager 255)", or empty. One wait.
+  StatusOr<std::string> FirstWritten(Args buffers, std::span<const std::string> names, cudaStream_t stream);
+
   // The first run stands: the state as it left it.
   Status KeepGraphResult(cudaStream_t stream);
   // The second stands: its outputs into the caller's (its state is there).
@@ -94,6 +101,7 @@ class VerifiedLaunch {
   };
   VerifiedLaunch() = default;
   Status CopyRegions(bool to_saved, std::byte* Slot::*saved, cudaStream_t stream);
+  StatusOr<DeviceDiff*> Diff(int slots, cudaStream_t stream);  // the scratch's, with at least `slots`
 
   std::unique_ptr<VerifyScratch> own_;  // when no scratch was given
   VerifyScratch* scratch_ = nullptr;
