@@ -54,6 +54,7 @@ StatusOr<std::unique_ptr<DirectForm>> DirectForm::Build(const Graph& staged, con
   d->bumps_sequence_ = nodes.check_sequence != nullptr;
   d->has_memory_nodes_ = scan.has_memory_nodes;
   d->sites_ = scan.sites;
+  d->referenced_ = std::move(scan.referenced);
   d->kernels_ = std::move(scan.kernels);
   d->endpoints_ = std::move(scan.endpoints);
   ENCORE_RETURN_IF_ERROR(d->Clone(staged, nodes, completion));

@@ -90,14 +90,20 @@ std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
   if (p_.checks.failure_pending()) {
     return "a device check failed in the capture's launch, so the probe could not tell its own checks apart";
   }
-  const Args probe_outputs = outputs_in_ ? Args() : probe_->eager_outputs();
-  for (Args refs : {Args(entry_.static_inputs), Args(entry_.static_outputs), probe_outputs}) {
-    for (const TensorRef& t : refs) {
-      if (t.span_bytes() == 0) continue;
-      if (Status s = CudaResult(cuda().MemsetAsync(t.data, kPoison, t.span_bytes(), stream), CudaCall::kMemsetAsync);
-          !s.ok()) {
-        return Failed(s.message());
-      }
+  std::vector<TensorRef> poisoned(entry_.static_inputs.begin(), entry_.static_inputs.end());
+  poisoned.insert(poisoned.end(), entry_.static_outputs.begin(), entry_.static_outputs.end());
+  // The probe's outputs start as poison, unless the piece reads them (data
+  // an earlier stage left). Those no node of the piece names keep their
+  // data too: another piece writes them, and both forms leave them as they
+  // were (the staged one copies them in and out).
+  for (size_t i = 0; i < probe_->eager_outputs().size() && !outputs_in_; ++i) {
+    if (piece_.direct->names(entry_.static_inputs.size() + i)) poisoned.push_back(probe_->eager_outputs()[i]);
+  }
+  for (const TensorRef& t : poisoned) {
+    if (t.span_bytes() == 0) continue;
+    if (Status s = CudaResult(cuda().MemsetAsync(t.data, kPoison, t.span_bytes(), stream), CudaCall::kMemsetAsync);
+        !s.ok()) {
+      return Failed(s.message());
     }
   }
   if (!bound_.has_value()) Bind();

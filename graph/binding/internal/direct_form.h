@@ -59,6 +59,8 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   int64_t rewrite_nodes() const { return static_cast<int64_t>(kernels_.size() + endpoints_.size()); }
   size_t nodes() const { return nodes_; }
   bool bumps_sequence() const { return bumps_sequence_; }
+  // Per tensor (inputs, then outputs): whether some node of it names it.
+  bool names(size_t tensor) const { return tensor < referenced_.size() && referenced_[tensor]; }
   const Graph& graph() const { return graph_; }
   // What cudaGraphClone alone took in Build, microseconds (capture_phases).
   double clone_us() const { return clone_us_; }
@@ -102,6 +104,7 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   Graph graph_;
   std::vector<KernelSite> kernels_;
   std::vector<EndpointSite> endpoints_;
+  std::vector<bool> referenced_;  // the scan's, per tensor
   Addresses static_;
   int64_t sites_ = 0;
   size_t nodes_ = 0;
