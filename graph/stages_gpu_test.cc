@@ -114,19 +114,18 @@ TEST_F(StagesTest, PiecesAroundAnEagerStageReplayAndTheEagerStageRunsEveryCall) 
   }
 }
 
-TEST_F(StagesTest, PiecesBindDirectlyWithNoRecordNodeAndTheCallOnAnotherStreamWaitsForTheLast) {
+TEST_F(StagesTest, OnlyTheLastPieceRecordsAndTheCallOnAnotherStreamWaitsForIt) {
   Method* m = Register("block_records_once", Transformerish());
   ExpectTransformerish(this, m, 6, &host_b_, out_);
   MethodReport r = m->Report();
   ASSERT_EQ(r.pieces.size(), 2u);
-  // One kernel each and nothing else: no staging copies ("post" reads no
-  // input of the method, which another piece does) and no record node.
-  for (const PieceReport& p : r.pieces) {
-    EXPECT_TRUE(p.graphed) << p.reason;
-    EXPECT_EQ(p.graph_nodes, 1u) << p.reason;
-  }
-  // The call recorded the last piece's end itself, so a call on a new
-  // stream can wait for it.
+  // No staging copies ("post" reads no input of the method, which another
+  // piece does): the first piece is its kernel alone; the last one ends in
+  // the completion record node, so a replay records no event on the host.
+  for (const PieceReport& p : r.pieces) EXPECT_TRUE(p.graphed) << p.reason;
+  EXPECT_EQ(r.pieces[0].graph_nodes, 1u) << r.pieces[0].reason;
+  EXPECT_EQ(r.pieces[1].graph_nodes, 2u) << r.pieces[1].reason;
+  // A call on a new stream waits for that record.
   auto other = Stream::Create();
   ASSERT_TRUE(other.ok()) << other.status();
   host_b_ = 700;
@@ -139,6 +138,29 @@ TEST_F(StagesTest, PiecesBindDirectlyWithNoRecordNodeAndTheCallOnAnotherStreamWa
   EXPECT_EQ(out_.Download()[5], 2.0f * (8 + 5) + 800.0f + 1.0f);
   EXPECT_TRUE(m->Release().ok());
   EXPECT_EQ(m->Report().replays, 4);
+}
+
+TEST_F(StagesTest, AMethodEndingInAnEagerStageHasNoRecordNodeAndTheCallRecordsItsEnd) {
+  std::vector<Stage> stages = Transformerish();
+  std::swap(stages[1], stages[2]);  // pre, post (one piece), then the eager stage
+  Method* m = Register("eager_last", std::move(stages));
+  for (int call = 1; call <= 5; ++call) {
+    host_b_ = 10 * call;
+    ASSERT_TRUE(RunOnce(m, call).ok());
+    EXPECT_EQ(out_.Download()[5], 2.0f * (call + 5) + 1.0f + 10.0f * call) << "call " << call;
+  }
+  MethodReport r = m->Report();
+  ASSERT_EQ(r.pieces.size(), 1u);
+  EXPECT_TRUE(r.pieces[0].graphed) << r.pieces[0].reason;
+  EXPECT_EQ(r.pieces[0].graph_nodes, 2u) << r.pieces[0].reason;  // pre and post, no record: the eager stage follows
+  auto other = Stream::Create();
+  ASSERT_TRUE(other.ok()) << other.status();
+  host_b_ = 700;
+  Status st = RunOnce(m, 7, other->get());
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out_.Download()[5], 2.0f * (7 + 5) + 1.0f + 700.0f);
+  EXPECT_TRUE(m->Release().ok());
+  EXPECT_GE(m->Report().replays, 3);
 }
 
 TEST_F(StagesTest, APieceWhoseCaptureFailsRunsEagerlyWhileTheOthersKeepTheirGraphs) {

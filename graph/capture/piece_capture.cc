@@ -135,11 +135,11 @@ StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapt
   // ending the capture said whether CUDA saw it that way.
   if (!failure.ok()) return Failed(CaptureStage::kMethod, failure, capture_error);
   if (!g.ok()) return Failed(CaptureStage::kEndCapture, g.status(), capture_error);
-  // A one-segment method's launch records the last-launch event as its last
-  // node, so Release and a launch on another stream can wait for it without
-  // an API call per replay.
+  // The last piece's launch records the last-launch event as its last node,
+  // so Release and a launch on another stream can wait for it without an
+  // API call per replay.
   cudaGraphNode_t record = nullptr;
-  const cudaError_t added = !p_.GraphsRecord() ? cudaSuccess
+  const cudaError_t added = !p_.PieceRecords(pj.segment->index) ? cudaSuccess
                                                : cuda().GraphAddEventRecordNode(&record, g->get(), frontier.data(),
                                                                                 frontier.size(), p_.last_launch.event());
   if (Status s = CudaResult(added, CudaCall::kGraphAddEventRecordNode); !s.ok()) {
@@ -147,6 +147,7 @@ StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapt
   }
   pj.nodes.heads = pj.piece->staged.head_nodes();
   pj.nodes.record = record;
+  pj.piece->records = record != nullptr;
   pj.graph = *std::move(g);
   return std::nullopt;
 }
@@ -245,7 +246,7 @@ StageResult CapturePipeline::Launch(CaptureJob& job, PieceJob& pj) {
   const CallPlan& plan = *job.plan;
   Status s = plan.padded() ? StageRows(p_, plan.batch) : OkStatus();
   NvtxScope range(p_.nvtx, NvtxRange::kCaptureFirstLaunch);
-  if (s.ok() && !pj.direct_first) s = LaunchGraph(p_, piece.staged.variants().at(0).exec, job.stream, job.index, true);
+  if (s.ok() && !pj.direct_first) s = LaunchGraph(p_, piece.staged.variants().at(0).exec, job.stream, job.index, true, piece.records);
   if (!pj.direct_first || !s.ok()) return s.ok() ? std::nullopt : Failed(CaptureStage::kFirstLaunch, s);
   bool body_launched = false;
   s = LaunchAroundDirect(p_, piece, job.stream, job.index, &body_launched);

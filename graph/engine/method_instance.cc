@@ -33,7 +33,7 @@ Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(parts_.TakeDeviceFailure());
   // A replay destroys no owner, so it needs no log scope.
   if (Status replayed; dispatcher_.TryReplay(inputs, outputs, stream, &replayed)) {
-    parts_.last_launch.EndCall();  // one branch: only a method of several pieces has a launch to record
+    parts_.last_launch.EndCall();  // one branch: only a call whose last launch has no record node records
     return replayed;
   }
   LogScope log_scope(&parts_.log, parts_.name);  // owners destroyed in this call log to the application's logger

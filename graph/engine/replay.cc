@@ -17,7 +17,7 @@ Status LaunchPiece(InstanceParts& p, GraphEntry& g, PieceGraph& piece, const Cal
   ENCORE_ASSIGN_OR_RETURN(BoundExec bound,
                           piece.Bind(plan.inputs, plan.outputs, &p.counters.exec_variants, p.log, p.name, g.signature));
   if (plan.padded()) ENCORE_RETURN_IF_ERROR(StageRows(p, plan.batch));
-  ENCORE_RETURN_IF_ERROR(LaunchGraph(p, *bound.exec, stream, index, bound.bumps_sequence));
+  ENCORE_RETURN_IF_ERROR(LaunchGraph(p, *bound.exec, stream, index, bound.bumps_sequence, piece.records));
   ++piece.replays;
   return OkStatus();
 }

@@ -3,12 +3,13 @@
 
 namespace encore {
 
-Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence) {
+Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence,
+                   bool records) {
   ENCORE_RETURN_IF_ERROR(p.last_launch.Join(stream));
   ENCORE_RETURN_IF_ERROR(exec.Launch(stream));
   if (p.pad.on()) p.pad.rows().Launched();
   if (bumps_sequence) p.checks.RecordLaunch(index);
-  p.last_launch.Launched(stream, p.GraphsRecord());
+  p.last_launch.Launched(stream, records);
   return OkStatus();
 }
 

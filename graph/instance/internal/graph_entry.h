@@ -42,6 +42,8 @@ struct PieceGraph {
   StagedForm staged;
   std::unique_ptr<DirectForm> direct;
   size_t nodes = 0;  // of the staged graph
+  // The graph's last node records the completion (InstanceParts::PieceRecords).
+  bool records = false;
   // Device state the piece's shims advance on every launch.
   std::vector<DeviceStateRegion> device_states;
   BindingChoice binding;

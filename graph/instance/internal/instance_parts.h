@@ -72,9 +72,16 @@ struct InstanceParts {
   // The guard of the constants listed now, made on first use (and anew when
   // they were replaced); null when none is listed. Not during a capture.
   StatusOr<ConstantGuard*> Guard(cudaStream_t stream);
-  // Whether each graph ends in the completion record node: a method of one
-  // segment. The pieces of a longer method leave it to LastLaunch::EndCall.
-  bool GraphsRecord() const { return body.segments().size() == 1; }
+  // Whether piece number `piece`'s graph ends in the completion record
+  // node: the piece of the method's last segment, after which a call queues
+  // nothing of the method's own. The other pieces, and a method ending in an
+  // eager stage, leave it to LastLaunch::EndCall (a record node in every
+  // piece cost more than one host record per call, bench/stages_micro; one
+  // in the last piece costs less).
+  bool PieceRecords(size_t piece) const {
+    const Segment& last = body.segments().back();
+    return last.piece && last.index == piece;
+  }
   // The guard's limit on what it may save: a quarter of the free memory.
   size_t GuardBudget() const;
   // A failed device check or a loop stopped at its bound since the last

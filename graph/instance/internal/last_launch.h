@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // LastLaunch: where and whether the method's last graph launch (or encore's
 // own work after it: the probe's, verification's) is marked complete. The
-// graph of a one-segment method ends with a record node of this event, so a
-// replay makes no extra API call; a method of several pieces records the
-// event once per call instead, after its last piece or stage (a record node
-// per piece cost more than one host record per call, bench/stages_micro).
+// graph of a method's last segment, when that segment is a piece, ends with
+// a record node of this event, so a replay makes no extra API call; a call
+// whose last launch has no record node (an earlier piece's, followed by
+// eager stages or by a piece run eagerly) records the event once on the host
+// as it ends (a record node in every piece cost more than one host record
+// per call, bench/stages_micro).
 // A launch on a stream other than the previous one waits on the
 // event (never on the previous stream, which the application may have
 // destroyed, and never with a device-wide sync, which CUDA refuses, and

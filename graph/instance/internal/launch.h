@@ -17,8 +17,10 @@
 namespace encore {
 
 // `stream` joined to the last launch, then the launch. `bumps_sequence`:
-// the graph bumps the device-check sequence, so the launch ring records it.
-Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence);
+// the graph bumps the device-check sequence, so the launch ring records it;
+// `records`: its last node records the completion (PieceGraph::records).
+Status LaunchGraph(InstanceParts& p, const GraphExec& exec, cudaStream_t stream, int64_t index, bool bumps_sequence,
+                   bool records);
 // The capture's first launch of a piece bound directly before its staged
 // graph has an executable: the staged heads, the direct form's first
 // executable (the body's nodes on the static buffers), the staged tails.
