@@ -23,7 +23,9 @@ echo "benches took $(( $(date +%s) - T1 )) s" >> $OUT/bench.log
 { echo "=== soak"; timeout 70 carry/soak_unstripped | cut -c1-300; echo "soak rc=$?"; } > $OUT/soak.log 2>&1
 T2=$(date +%s)
 LEFT=$(( 540 - (T2 - START) ))
-( OUT=/tmp/rc timeout $LEFT bash $G/tools/gpu_suite.sh run --racecheck --timeout 150 --filter '^(checks|decode|device_loop|fallback|host_flag|piecewise_block|quickstart|tensor_parallel|serving|philox_test|read_scalar_test|region_checksums_gpu_test|replay_path_gpu_test|serving_gpu_test|shims_in_method_gpu_test|stages_gpu_test|verify_gpu_test|fault_matrix_gpu_test)$' ) > $OUT/racecheck.log 2>&1
-for f in /tmp/rc/*.log; do n=$(grep -h "RACECHECK SUMMARY" "$f" | tail -1); echo "$(basename $f): ${n:-no summary}"; done > $OUT/racecheck_per_binary.txt
+( OUT=/tmp/rc timeout $LEFT bash $G/tools/gpu_suite.sh run --racecheck --timeout 150 --filter '^(checks|decode|device_loop|fallback|host_flag|piecewise_block|quickstart|tensor_parallel|serving|philox_test|read_scalar_test|region_checksums_gpu_test|replay_path_gpu_test|serving_gpu_test|shims_in_method_gpu_test|stages_gpu_test|verify_gpu_test)$' ) > $OUT/racecheck.log 2>&1
+LEFT2=$(( 545 - ($(date +%s) - START) ))
+[ $LEFT2 -gt 20 ] && ( OUT=/tmp/rc/fm timeout $LEFT2 bash $G/tools/gpu_suite.sh run --racecheck --timeout $LEFT2 --filter '^fault_matrix_gpu_test$' ) >> $OUT/racecheck.log 2>&1
+for f in /tmp/rc/*.log /tmp/rc/fm/*.log; do n=$(grep -h "RACECHECK SUMMARY" "$f" | tail -1); echo "$(basename $f): ${n:-no summary}"; done > $OUT/racecheck_per_binary.txt
 echo "racecheck took $(( $(date +%s) - T2 )) s of $LEFT" >> $OUT/racecheck.log
 echo done
