@@ -112,7 +112,7 @@ void RunDecode(encore::Manager& mgr, cudaStream_t s) {
   EX_CUDA(cudaMallocHost(&more_host, 1));
   double us_seq = 0, us_tok = 0;
   long long tokens = 0, syncs_tok = 0;
-  constexpr int kSequences = 40;
+  const int kSequences = ex::Rounds(40, 8);
   for (int i = 0; i < kSequences; ++i) {
     const int p = 1 + i % (kVocab - 1);
     EX_CUDA(cudaMemcpy(prompt, &p, sizeof(int), cudaMemcpyHostToDevice));
@@ -235,7 +235,7 @@ void RunCg(encore::Manager& mgr, cudaStream_t s) {
   std::normal_distribution<float> g(0.0f, 1.0f);
   double us_solve = 0, us_iter = 0, worst = 0;
   long long iterations = 0;
-  constexpr int kSolves = 20;
+  const int kSolves = ex::Rounds(20, 6);
   for (int i = 0; i < kSolves; ++i) {
     std::vector<float> hb(kN);
     for (float& v : hb) v = g(rng);

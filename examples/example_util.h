@@ -82,6 +82,12 @@ class KeptLog {
   std::shared_ptr<spdlog::logger> logger_;
 };
 
+// Under tools/gpu_suite.sh --memcheck or --racecheck (ENCORE_SANITIZER set)
+// every access of every kernel is checked, so a loop that takes a second
+// outlasts the suite's timeout: examples run `quick` rounds instead of
+// `full`, the same paths fewer times (their timings mean nothing there).
+inline int Rounds(int full, int quick) { return std::getenv("ENCORE_SANITIZER") != nullptr ? quick : full; }
+
 inline double NowMicros() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -46,6 +46,16 @@ inline std::string NoGpuReason() {
     }                                                                                 \
   } while (0)
 
+// Whether the binary runs under compute-sanitizer (tools/gpu_suite.sh
+// --memcheck or --racecheck): a test's long loop then runs fewer rounds,
+// the same paths, so the binary ends within the suite's timeout.
+namespace encore::testing {
+inline bool UnderSanitizer() {
+  const char* tool = std::getenv("ENCORE_SANITIZER");
+  return tool != nullptr && *tool != '\0';
+}
+}  // namespace encore::testing
+
 // A CUDA call in a test that must succeed.
 #define ENCORE_CUDA_ASSERT(call)                                             \
   do {                                                                       \
