@@ -100,7 +100,10 @@ cudaGraphExec_t CaptureChain(const float* in, float* out, int k, cudaStream_t s,
   cudaGraphExec_t e;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   CK(encore::bench::LaunchAddOneChain(in, out, kN, k, s));
-  if (record != nullptr) CK(cudaEventRecord(record, s));
+  // External: a record node in the graph. A plain cudaEventRecord in a
+  // capture adds no node (it marks a point for other streams to join), so
+  // the variants read until 2026-12-03 had none.
+  if (record != nullptr) CK(cudaEventRecordWithFlags(record, s, cudaEventRecordExternal));
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&e, g, 0));
   CK(cudaGraphDestroy(g));

@@ -75,9 +75,8 @@ struct InstanceParts {
   // Whether piece number `piece`'s graph ends in the completion record
   // node: the piece of the method's last segment, after which a call queues
   // nothing of the method's own. The other pieces, and a method ending in an
-  // eager stage, leave it to LastLaunch::EndCall (a record node in every
-  // piece cost more than one host record per call, bench/stages_micro; one
-  // in the last piece costs less).
+  // eager stage, leave it to LastLaunch::EndCall (one host record per
+  // call; a node in the last piece spares that API call).
   bool PieceRecords(size_t piece) const {
     const Segment& last = body.segments().back();
     return last.piece && last.index == piece;

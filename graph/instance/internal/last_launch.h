@@ -5,8 +5,7 @@
 // a record node of this event, so a replay makes no extra API call; a call
 // whose last launch has no record node (an earlier piece's, followed by
 // eager stages or by a piece run eagerly) records the event once on the host
-// as it ends (a record node in every piece cost more than one host record
-// per call, bench/stages_micro).
+// as it ends.
 // A launch on a stream other than the previous one waits on the
 // event (never on the previous stream, which the application may have
 // destroyed, and never with a device-wide sync, which CUDA refuses, and
