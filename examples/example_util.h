@@ -86,7 +86,10 @@ class KeptLog {
 // every access of every kernel is checked, so a loop that takes a second
 // outlasts the suite's timeout: examples run `quick` rounds instead of
 // `full`, the same paths fewer times (their timings mean nothing there).
-inline int Rounds(int full, int quick) { return std::getenv("ENCORE_SANITIZER") != nullptr ? quick : full; }
+inline int Rounds(int full, int quick) {
+  const char* tool = std::getenv("ENCORE_SANITIZER");
+  return tool != nullptr && *tool != '\0' ? quick : full;
+}
 
 inline double NowMicros() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();

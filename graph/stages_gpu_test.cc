@@ -78,6 +78,15 @@ class StagesTest : public testing::GpuStreamTest {
     return st;
   }
 
+  // Call `call` with host_b_ = 700 on a stream made for it, which no
+  // earlier call of `m` ran on: it must wait for the last launch.
+  Status RunOnNewStream(Method* m, int call) {
+    auto other = Stream::Create();
+    if (!other.ok()) return other.status();
+    host_b_ = 700;
+    return RunOnce(m, call, other->get());
+  }
+
   LogCapture logs_;
   std::unique_ptr<Manager> mgr_;
   DeviceBuffer<float> in_{kN}, out_{kN};
@@ -126,10 +135,7 @@ TEST_F(StagesTest, OnlyTheLastPieceRecordsAndTheCallOnAnotherStreamWaitsForIt) {
   EXPECT_EQ(r.pieces[0].graph_nodes, 1u) << r.pieces[0].reason;
   EXPECT_EQ(r.pieces[1].graph_nodes, 2u) << r.pieces[1].reason;
   // A call on a new stream waits for that record.
-  auto other = Stream::Create();
-  ASSERT_TRUE(other.ok()) << other.status();
-  host_b_ = 700;
-  Status st = RunOnce(m, 7, other->get());
+  Status st = RunOnNewStream(m, 7);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out_.Download()[5], 2.0f * (7 + 5) + 700.0f + 1.0f);
   host_b_ = 800;
@@ -154,10 +160,7 @@ TEST_F(StagesTest, AMethodEndingInAnEagerStageHasNoRecordNodeAndTheCallRecordsIt
   EXPECT_TRUE(r.pieces[0].graphed) << r.pieces[0].reason;
   EXPECT_EQ(r.pieces[0].graph_nodes, 2u) << r.pieces[0].reason;  // pre and post, no record: the eager stage follows
   const int64_t replays = r.replays;
-  auto other = Stream::Create();
-  ASSERT_TRUE(other.ok()) << other.status();
-  host_b_ = 700;
-  Status st = RunOnce(m, 7, other->get());
+  Status st = RunOnNewStream(m, 7);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out_.Download()[5], 2.0f * (7 + 5) + 1.0f + 700.0f);
   EXPECT_TRUE(m->Release().ok());

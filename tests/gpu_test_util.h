@@ -34,27 +34,26 @@ inline std::string NoGpuReason() {
     if (!encore_reason_.empty()) GTEST_SKIP() << encore_reason_;        \
   } while (0)
 
-// compute-sanitizer counts a device trap as an error of the binary, also one
-// a test sets off on purpose in a child process; tools/gpu_suite.sh sets
-// ENCORE_SANITIZER to the tool's name under --memcheck and --racecheck, and
-// such a test skips there, saying why.
-#define ENCORE_SKIP_UNDER_SANITIZER(why)                                               \
-  do {                                                                                \
-    const char* encore_tool_ = std::getenv("ENCORE_SANITIZER");                       \
-    if (encore_tool_ != nullptr && *encore_tool_ != '\0') {                           \
-      GTEST_SKIP() << "under compute-sanitizer " << encore_tool_ << ": " << (why);    \
-    }                                                                                 \
-  } while (0)
-
-// Whether the binary runs under compute-sanitizer (tools/gpu_suite.sh
-// --memcheck or --racecheck): a test's long loop then runs fewer rounds,
-// the same paths, so the binary ends within the suite's timeout.
+// Whether the binary runs under compute-sanitizer: tools/gpu_suite.sh sets
+// ENCORE_SANITIZER to the tool's name under --memcheck and --racecheck. A
+// test's long loop then runs fewer rounds, the same paths, so the binary
+// ends within the suite's timeout.
 namespace encore::testing {
 inline bool UnderSanitizer() {
   const char* tool = std::getenv("ENCORE_SANITIZER");
   return tool != nullptr && *tool != '\0';
 }
 }  // namespace encore::testing
+
+// compute-sanitizer counts a device trap as an error of the binary, also one
+// a test sets off on purpose in a child process; such a test skips under a
+// sanitizer, saying why.
+#define ENCORE_SKIP_UNDER_SANITIZER(why)                                                            \
+  do {                                                                                             \
+    if (::encore::testing::UnderSanitizer()) {                                                     \
+      GTEST_SKIP() << "under compute-sanitizer " << std::getenv("ENCORE_SANITIZER") << ": " << (why); \
+    }                                                                                              \
+  } while (0)
 
 // A CUDA call in a test that must succeed.
 #define ENCORE_CUDA_ASSERT(call)                                             \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run L (2026-12-02, fourth session): the GPU suite after the probe keeps a
 # piece's unnamed outputs' data; then compute-sanitizer racecheck over every
-# test and example but fault_matrix_gpu_test and the serving example (run M).
+# test and example but fault_matrix_gpu_test and the serving example (run N).
 set -u
 cd "$(dirname "$0")/../../.."
 mkdir -p /tmp/g && rm -rf /tmp/g/gpu_bin && tar xJf carry/gpu_bin.tar.xz -C /tmp/g
