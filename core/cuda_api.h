@@ -52,6 +52,7 @@
   X(GraphExecKernelNodeSetParams, cudaGraphExecKernelNodeSetParams,                          \
     (cudaGraphExec_t, cudaGraphNode_t, const cudaKernelNodeParams*))                         \
   X(GraphLaunch, cudaGraphLaunch, (cudaGraphExec_t, cudaStream_t))                           \
+  X(GraphUpload, cudaGraphUpload, (cudaGraphExec_t, cudaStream_t))                           \
   X(Malloc, cudaMalloc, (void**, size_t))                                                    \
   X(Free, cudaFree, (void*))                                                                 \
   X(MallocAsync, cudaMallocAsync, (void**, size_t, cudaStream_t))                            \

@@ -516,6 +516,27 @@ TEST_F(BindingGpuTest, AFailedScanStagesWithTheCallNamed) {
   EXPECT_NE(r.binding_reason.find("cuGraphKernelNodeGetParams"), std::string::npos) << r.binding_reason;
 }
 
+TEST_F(BindingGpuTest, TheProbeUploadsItsRewrittenExecutableWhileTheFirstLaunchRuns) {
+  // The probe's run would otherwise pay the upload of every rewritten node
+  // on the host after the wait (capture_bench's probe_run).
+  CudaFaultInjector inject;
+  Method* m = Register("upload", Binding::kAuto, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
+  RunMoving(m, 1, Times2);
+  EXPECT_EQ(inject.Count(CudaCall::kGraphUpload), 1);
+  EXPECT_EQ(m->Report().binding, Binding::kDirect) << m->Report().binding_reason;
+}
+
+TEST_F(BindingGpuTest, AFailedUploadStagesWithTheCallNamedAndEveryResultRight) {
+  CudaFaultInjector inject;
+  inject.FailNth(CudaCall::kGraphUpload, 1, cudaErrorInvalidValue);
+  Method* m = Register("uploadfault", Binding::kAuto, [](Call& c) { return testing::AffineCall(c, 2.0f, 0.0f); });
+  RunMoving(m, 2, Times2);
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.binding, Binding::kStaged);
+  EXPECT_NE(r.binding_reason.find("cudaGraphUpload: cudaErrorInvalidValue"), std::string::npos) << r.binding_reason;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 TEST_F(BindingGpuTest, AParameterListCutShortByAFailureIsNotTakenForTheEnd) {
   // cuFuncGetParamInfo says "invalid value" past the last parameter; one
   // failing that way mid-list must stage the graph, not bind a kernel with

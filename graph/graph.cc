@@ -34,6 +34,11 @@ Status GraphExec::Launch(cudaStream_t stream) const {
   return OkStatus();
 }
 
+Status GraphExec::Upload(cudaStream_t stream) const {
+  ENCORE_CUDA_CALL(GraphUpload, get(), stream);
+  return OkStatus();
+}
+
 Status GraphExec::Update(const Graph& graph) {
   cudaGraphExecUpdateResultInfo info{};
   cudaError_t err = cuda().GraphExecUpdate(get(), graph.get(), &info);

@@ -41,6 +41,10 @@ class GraphExec : public CudaHandle<internal::GraphExecTraits> {
   // Instantiates `graph`. Failures name cudaGraphInstantiateWithFlags.
   [[nodiscard]] static StatusOr<GraphExec> Instantiate(const Graph& graph, unsigned long long flags = 0);
   [[nodiscard]] Status Launch(cudaStream_t stream) const;
+  // Queues the upload of this executable (or of what a rewrite changed in
+  // it) behind `stream`'s work and its earlier launches, so that its next
+  // launch on `stream` does not pay for it on the host.
+  [[nodiscard]] Status Upload(cudaStream_t stream) const;
   // Updates this executable in place to run `graph`. kFailedPrecondition
   // when CUDA refuses the update (a different topology, say); the executable
   // is then unchanged and still runs the graph it ran before.

@@ -47,9 +47,14 @@ void Probe::QueueFirstCheck(cudaStream_t stream, int64_t index) {
   }
 }
 
-void Probe::Bind() {
+void Probe::Bind(cudaStream_t stream) {
   if (!probe_ || !piece_.direct || bound_.has_value()) return;
   bound_ = piece_.direct->BindForProbe(probe_->eager_inputs(), probe_->eager_outputs());
+  if (!bound_->ok() || **bound_ == nullptr) return;
+  if (Status s = (**bound_)->Upload(stream); !s.ok()) {
+    ClearCudaError();
+    bound_ = StatusOr<const GraphExec*>(s);
+  }
 }
 
 void Probe::Finish(Args outputs, cudaStream_t stream, int64_t index) {
@@ -106,7 +111,7 @@ std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {
       return Failed(s.message());
     }
   }
-  if (!bound_.has_value()) Bind();
+  if (!bound_.has_value()) Bind(stream);
   if (!bound_->ok()) return Failed(bound_->status().message());
   // The snapshots are aligned and disjoint, so the form does not decline them.
   if (**bound_ == nullptr) return Failed("its snapshots could not be bound");

@@ -324,7 +324,7 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
     if (piece.direct) job.phases.direct_clone += piece.direct->clone_us();
   }
   job.phases.build_direct += Lap(&job.lap);
-  probe.Bind();
+  probe.Bind(job.stream);
   job.phases.probe_bind += Lap(&job.lap);
   // On every rank, probing or not: Finish casts the probe's vote.
   probe.Finish(plan.outputs, job.stream, job.index);

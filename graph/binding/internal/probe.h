@@ -48,8 +48,10 @@ class Probe {
   void QueueFirstCheck(cudaStream_t stream, int64_t index);
   // Right after that launch, once the direct form exists: binds it to the
   // snapshots while the launch runs (a rewrite of an executable changes
-  // only its later launches). Finish binds it otherwise.
-  void Bind();
+  // only its later launches) and queues the rewritten executable's upload,
+  // so the host pays for it while it waits for that launch, not after.
+  // Finish binds it otherwise.
+  void Bind(cudaStream_t stream);
   // After that launch (and the direct form built). With several ranks,
   // every rank casts the probe's vote here, probing or not.
   void Finish(Args outputs, cudaStream_t stream, int64_t index);
