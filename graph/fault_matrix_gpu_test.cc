@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -183,6 +184,7 @@ TEST(FaultMatrixGpuTest, EveryCallSiteTimesThreeFaults) {
   ASSERT_EQ(RunCell(b, stream->get(), CudaCall::kCount, 0, cudaSuccess, &counts), "") << "the counting run";
   ASSERT_FALSE(counts.empty());
   int cells = 0, passed = 0;
+  const bool quick = testing::UnderSanitizer();
   std::vector<std::string> failures;
   std::printf("fault matrix: call (invocations) | out of memory | invalid value | capture invalidated\n");
   for (const auto& [call, n] : counts) {
@@ -190,6 +192,9 @@ TEST(FaultMatrixGpuTest, EveryCallSiteTimesThreeFaults) {
     for (cudaError_t fault : kFaults) {
       int ok = 0;
       for (int nth = 1; nth <= n; ++nth) {
+        // Under a sanitizer every call site still fails at its first and
+        // last invocation; the cells between would outlast the tool's timeout.
+        if (quick && nth != 1 && nth != n) continue;
         std::string p = RunCell(b, stream->get(), call, nth, fault);
         ++cells;
         if (p.empty()) {
@@ -200,7 +205,7 @@ TEST(FaultMatrixGpuTest, EveryCallSiteTimesThreeFaults) {
         }
       }
       passed += ok;
-      row += " | " + std::to_string(ok) + "/" + std::to_string(n);
+      row += " | " + std::to_string(ok) + "/" + std::to_string(quick ? std::min(n, 2) : n);
     }
     std::printf("fault matrix: %s\n", row.c_str());
   }
