@@ -28,6 +28,11 @@ constexpr size_t kScratchBytes = 3 << 20;     // each call's scratch
 constexpr size_t kCaptureExtra = 5 << 20;     // more, during capture only
 constexpr int64_t kN = 4096;
 
+// compute-sanitizer allocates device memory of its own while the process
+// runs (racecheck as kernels run), so cudaMemGetInfo's totals move without
+// encore: under it the arena's own counters are checked, not the device's.
+bool DeviceTotalsMeasurable() { return !encore::testing::UnderSanitizer(); }
+
 size_t UsedBytes() {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   size_t free_b = 0, total = 0;
@@ -121,8 +126,10 @@ TEST_P(InjectedCaptureFailureTest, EagerResultNothingLeakedNothingFreedTwice) {
   EXPECT_NE(r.graphs_off_reason.find(fc.stage), std::string::npos) << fc.name << ": " << r.graphs_off_reason;
   EXPECT_EQ(r.memory.reserved_bytes, 0u) << fc.name;
   const size_t after = UsedBytes();
-  EXPECT_LT(after > before ? after - before : before - after, size_t{1} << 20)
-      << fc.name << ": device memory in use went from " << before << " to " << after;
+  if (DeviceTotalsMeasurable()) {
+    EXPECT_LT(after > before ? after - before : before - after, size_t{1} << 20)
+        << fc.name << ": device memory in use went from " << before << " to " << after;
+  }
   // Later calls run eagerly and stay right.
   ASSERT_TRUE((*m)->Run({&ti, 1}, {&to, 1}, s).ok());
   EXPECT_EQ(out.Download()[10], 21.0f);
@@ -172,7 +179,7 @@ TEST_F(GraphArenaGpuTest, ReplaysNeverGrowMemory) {
   EXPECT_EQ(last.memory.reserved_bytes, first.memory.reserved_bytes);
   EXPECT_EQ(last.memory.live_bytes, first.memory.live_bytes);
   EXPECT_EQ(last.memory.peak_bytes, first.memory.peak_bytes);
-  EXPECT_EQ(UsedBytes(), used);
+  if (DeviceTotalsMeasurable()) EXPECT_EQ(UsedBytes(), used);
   EXPECT_EQ(out.Download()[0], 3.0f);
   EXPECT_EQ(out2.Download()[0], 5.0f);
 }
@@ -191,12 +198,14 @@ TEST_F(GraphArenaGpuTest, ReleaseFreesGraphMemoryAndRecaptureReusesTheSameAmount
   for (int k = 0; k < 20; ++k) ASSERT_TRUE((*m)->Run({&a, 1}, {&ao, 1}, s).ok());
   const size_t reserved = (*m)->Report().memory.reserved_bytes;
   ASSERT_GT(reserved, kScratchBytes);
-  EXPECT_GE(UsedBytes(), before_capture + kScratchBytes);
+  if (DeviceTotalsMeasurable()) EXPECT_GE(UsedBytes(), before_capture + kScratchBytes);
   ASSERT_TRUE((*m)->Release().ok());
   EXPECT_EQ((*m)->Report().memory.reserved_bytes, 0u);
   const size_t after_release = UsedBytes();
-  EXPECT_LT(after_release > before_capture ? after_release - before_capture : before_capture - after_release,
-            size_t{1} << 20);
+  if (DeviceTotalsMeasurable()) {
+    EXPECT_LT(after_release > before_capture ? after_release - before_capture : before_capture - after_release,
+              size_t{1} << 20);
+  }
   for (int k = 0; k < 10; ++k) {
     out.Fill(0.0f);
     ASSERT_TRUE((*m)->Run({&a, 1}, {&ao, 1}, s).ok());

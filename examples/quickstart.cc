@@ -119,8 +119,9 @@ int main() {
   for (int i = 0; i < 5; ++i) outputs.emplace_back(kBatch * kOut);
   DeviceArray<float> ref(kBatch * kOut), ref_h1(kBatch * kHidden), ref_h2(kBatch * kHidden);
 
-  // 2. 100 calls, each checked against the same kernels launched eagerly.
-  constexpr int kCalls = 100;
+  // 2. 100 calls (10 under a sanitizer), each checked against the same kernels launched eagerly.
+  // Under a sanitizer, enough calls to warm up, capture and replay.
+  const int kCalls = ex::Rounds(100, 10);
   int equal = 0;
   for (int i = 0; i < kCalls; ++i) {
     DeviceArray<float>& in = inputs[i % inputs.size()];
@@ -205,8 +206,8 @@ int main() {
   };
   // Batches short enough that the launch queue never fills (each call is
   // ~22 µs of GPU work), so the CPU column is submission alone.
-  constexpr int kTimed = 100;
-  const int kRepeats = ex::Rounds(41, 3);
+  const int kTimed = ex::Rounds(100, 2);
+  const int kRepeats = ex::Rounds(41, 1);
   std::vector<std::vector<double>> cpu(ways.size()), e2e(ways.size());
   for (int rep = 0; rep < kRepeats; ++rep) {
     for (size_t w = 0; w < ways.size(); ++w) {
