@@ -12,7 +12,7 @@ F='^(graph_arena_gpu_test|fault_matrix_gpu_test|quickstart|serving)$'
 ( OUT=/tmp/plain timeout 90 bash $G/tools/gpu_suite.sh run --timeout 80 --filter "$F" ) > $OUT/plain.log 2>&1
 echo "plain took $(( $(date +%s) - START )) s" >> $OUT/plain.log
 T2=$(date +%s)
-LEFT=$(( 370 - (T2 - START) ))
+LEFT=$(( ${CAP:-370} - (T2 - START) ))
 for b in graph_arena_gpu_test fault_matrix_gpu_test quickstart serving; do
   ( OUT=/tmp/rc/$b timeout $LEFT bash $G/tools/gpu_suite.sh run --racecheck --timeout $(( LEFT - 10 )) --filter "^$b\$" ) > /tmp/rc_$b.log 2>&1 &
 done
