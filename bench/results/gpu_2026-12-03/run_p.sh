@@ -9,8 +9,12 @@ mkdir -p /tmp/g && rm -rf /tmp/g/gpu_bin && tar xJf carry/gpu_bin.tar.xz -C /tmp
 G=/tmp/g/gpu_bin
 START=$(date +%s)
 F='^(graph_arena_gpu_test|fault_matrix_gpu_test|quickstart|serving)$'
-( OUT=/tmp/plain timeout 90 bash $G/tools/gpu_suite.sh run --timeout 80 --filter "$F" ) > $OUT/plain.log 2>&1
-echo "plain took $(( $(date +%s) - START )) s" >> $OUT/plain.log
+# SKIP_PLAIN=1 leaves out the run without the tool (the changes since run
+# O's suite take effect under a sanitizer only) when device time is short.
+if [ -z "${SKIP_PLAIN:-}" ]; then
+  ( OUT=/tmp/plain timeout 90 bash $G/tools/gpu_suite.sh run --timeout 80 --filter "$F" ) > $OUT/plain.log 2>&1
+  echo "plain took $(( $(date +%s) - START )) s" >> $OUT/plain.log
+fi
 T2=$(date +%s)
 LEFT=$(( ${CAP:-370} - (T2 - START) ))
 for b in graph_arena_gpu_test fault_matrix_gpu_test quickstart serving; do
