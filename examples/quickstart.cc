@@ -119,8 +119,8 @@ int main() {
   for (int i = 0; i < 5; ++i) outputs.emplace_back(kBatch * kOut);
   DeviceArray<float> ref(kBatch * kOut), ref_h1(kBatch * kHidden), ref_h2(kBatch * kHidden);
 
-  // 2. 100 calls (10 under a sanitizer), each checked against the same kernels launched eagerly.
-  // Under a sanitizer, enough calls to warm up, capture and replay.
+  // 2. 100 calls, each checked against the same kernels launched eagerly
+  // (under a sanitizer 10: enough to warm up, capture and replay).
   const int kCalls = ex::Rounds(100, 10);
   int equal = 0;
   for (int i = 0; i < kCalls; ++i) {
