@@ -7,6 +7,8 @@ namespace {
 __global__ void SmallCopy(const char* src, char* dst, uint64_t bytes) {
   for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < bytes; i += gridDim.x * blockDim.x) dst[i] = src[i];
 }
+__global__ void Bump(unsigned long long* counter) { ++*counter; }
+
 __global__ void AddOne(const float* in, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = in[i] + 1.0f;
@@ -41,6 +43,11 @@ cudaError_t LaunchAddOneChain(const float* in, float* out, int n, int k, cudaStr
   cudaError_t e = LaunchAddOne(in, out, n, s);
   for (int i = 1; i < k && e == cudaSuccess; ++i) e = LaunchAddOne(out, out, n, s);
   return e;
+}
+
+cudaError_t LaunchBump(unsigned long long* counter, cudaStream_t s) {
+  Bump<<<1, 1, 0, s>>>(counter);
+  return cudaGetLastError();
 }
 
 }  // namespace encore::bench

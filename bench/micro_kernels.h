@@ -16,6 +16,10 @@ cudaError_t LaunchAddOne(const float* in, float* out, int n, cudaStream_t s);
 // out += 1 (every kernel names the output).
 cudaError_t LaunchAddOneChain(const float* in, float* out, int n, int k, cudaStream_t s);
 
+// One thread adds 1 to *counter: a completion mark a graph's last node can
+// make without an event (stages_micro's completion variants).
+cudaError_t LaunchBump(unsigned long long* counter, cudaStream_t s);
+
 // One kernel of capture_bench's model: state[i] = state[i] * 0.5 + w[i % 16384]
 // + in[i % n] over `chunk` floats of the state, and out[i] = in[i] + w[i] for
 // i < n.

@@ -12,11 +12,15 @@
 //   raw eager        the 2K + 1 kernels and the query, launched by hand;
 //   two one-fn methods  each chain a method of its own (a one-fn replay,
 //                    record node included) with the eager work between:
-//                    what the piece loop adds beyond two one-fn replays.
+//                    what the piece loop adds beyond two one-fn replays;
+//   floor + ...      the floor with a completion mark: record nodes, a
+//                    host cudaEventRecord, a counter kernel or a driver
+//                    memory-op node as the second graph's last node.
 // Prints CPU (submit) and end-to-end microseconds per call, median of 41
 // batches of 100, the floor first and last with its spread, issue 26's
 // targets, and checks every output bit-equal across the variants. Exits 77
 // without a GPU.
+#include <cuda.h>  // driver types only: the memory-op entry point is found at run time
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -94,20 +98,83 @@ encore::Method* RegisterOneFn(encore::Manager& mgr, int k) {
   return *m;
 }
 
-// `record`: the graph ends with an event record node, as encore's do.
-cudaGraphExec_t CaptureChain(const float* in, float* out, int k, cudaStream_t s, cudaEvent_t record = nullptr) {
+// A graph of `k` kernels from `in` into `out`, then `tail(s)` in the same
+// capture (the graph's last node or nodes); `tail` returns whether it
+// queued something capturable.
+template <typename Tail>
+cudaGraphExec_t CaptureChainThen(const float* in, float* out, int k, cudaStream_t s, Tail tail) {
   cudaGraph_t g;
-  cudaGraphExec_t e;
+  cudaGraphExec_t e = nullptr;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   CK(encore::bench::LaunchAddOneChain(in, out, kN, k, s));
-  // External: a record node in the graph. A plain cudaEventRecord in a
-  // capture adds no node (it marks a point for other streams to join), so
-  // the variants read until 2026-12-03 had none.
-  if (record != nullptr) CK(cudaEventRecordWithFlags(record, s, cudaEventRecordExternal));
-  CK(cudaStreamEndCapture(s, &g));
+  const bool tail_ok = tail(s);
+  const cudaError_t ended = cudaStreamEndCapture(s, &g);
+  if (!tail_ok || ended != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (ended == cudaSuccess) CK(cudaGraphDestroy(g));
+    return nullptr;
+  }
   CK(cudaGraphInstantiate(&e, g, 0));
   CK(cudaGraphDestroy(g));
   return e;
+}
+
+// `record`: the graph ends with an event record node, as encore's do.
+cudaGraphExec_t CaptureChain(const float* in, float* out, int k, cudaStream_t s, cudaEvent_t record = nullptr) {
+  return CaptureChainThen(in, out, k, s, [record](cudaStream_t st) {
+    // External: a record node in the graph. A plain cudaEventRecord in a
+    // capture adds no node (it marks a point for other streams to join), so
+    // the variants read until 2026-12-03 had none.
+    if (record != nullptr) CK(cudaEventRecordWithFlags(record, st, cudaEventRecordExternal));
+    return true;
+  });
+}
+
+// Completion marks other than an event record node, each the last node of
+// the second graph: a one-thread kernel adding 1 to a counter in mapped
+// host memory (the host polls it; another stream waits with
+// cuStreamWaitValue64), and a driver memory-op node writing a value there
+// (cuStreamWriteValue32 captured). Issue 23 asks which costs least.
+struct Marks {
+  unsigned long long* counter = nullptr;  // host view; the kernel gets the device view
+  unsigned* flag = nullptr;
+  cudaGraphExec_t bump_last = nullptr, write_last = nullptr;  // write_last: null if the capture refused it
+  long bumps = 0;
+};
+
+using WriteValue32Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+WriteValue32Fn FindWriteValue32() {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<WriteValue32Fn>(fn);
+}
+
+Marks MakeMarks(float* out, int k, cudaStream_t s) {
+  Marks m;
+  CK(cudaHostAlloc(reinterpret_cast<void**>(&m.counter), sizeof(*m.counter), cudaHostAllocMapped));
+  CK(cudaHostAlloc(reinterpret_cast<void**>(&m.flag), sizeof(*m.flag), cudaHostAllocMapped));
+  *m.counter = 0;
+  *m.flag = 0;
+  unsigned long long* counter_dev = nullptr;
+  unsigned* flag_dev = nullptr;
+  CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&counter_dev), m.counter, 0));
+  CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_dev), m.flag, 0));
+  m.bump_last = CaptureChainThen(out, out, k, s, [counter_dev](cudaStream_t st) {
+    return encore::bench::LaunchBump(counter_dev, st) == cudaSuccess;
+  });
+  if (WriteValue32Fn write = FindWriteValue32()) {
+    m.write_last = CaptureChainThen(out, out, k, s, [write, flag_dev](cudaStream_t st) {
+      return write(st, reinterpret_cast<CUdeviceptr>(flag_dev), 1, 0) == CUDA_SUCCESS;
+    });
+  }
+  return m;
 }
 
 void Print(const std::string& name, const encore::bench::Timing& t, const encore::bench::Timing& floor) {
@@ -180,6 +247,11 @@ int main(int argc, char** argv) {
     CK(EagerWork(out_rec, s));
     CK(cudaGraphLaunch(second_rec, s));
   };
+  Marks marks = MakeMarks(out_rec, k, s);
+  if (marks.bump_last == nullptr) {
+    std::fprintf(stderr, "stages_micro: the counter kernel could not be captured\n");
+    return 1;
+  }
   if (profile > 0) {
     for (long i = 0; i < profile; ++i) {
       EX_OK(stages->Run({&tin, 1}, {&t_stages, 1}, s));
@@ -194,6 +266,19 @@ int main(int argc, char** argv) {
       {"floor", floor},
       {"floor + record nodes", floor_rec},
       {"floor + last record node", floor_last_rec},
+      {"floor + last counter kernel", [&](int) {
+         CK(cudaGraphLaunch(first_plain, s));
+         CK(EagerWork(out_rec, s));
+         CK(cudaGraphLaunch(marks.bump_last, s));
+         ++marks.bumps;
+       }},
+      {"floor + last mem-op write", [&](int) {
+         CK(cudaGraphLaunch(first_plain, s));
+         CK(EagerWork(out_rec, s));
+         // Without the memory-op node (capture refused it), the same as the
+         // floor with its second graph: the line says so below.
+         CK(cudaGraphLaunch(marks.write_last != nullptr ? marks.write_last : second_rec, s));
+       }},
       {"floor + one cudaEventRecord", [&](int i) {
          floor(i);
          CK(cudaEventRecord(ev, s));  // the alternative: one record per call from the host
@@ -242,6 +327,14 @@ int main(int argc, char** argv) {
     ok = ok && equal;
     std::printf("  output %-14s %s\n", name.c_str(), equal ? "bit-equal to 2K+1" : "WRONG");
   }
+  // Every launch of the counter variant added exactly 1; the memory-op
+  // node wrote its value.
+  const bool counted = *marks.counter == static_cast<unsigned long long>(marks.bumps);
+  ok = ok && counted && (marks.write_last == nullptr || *marks.flag == 1);
+  std::printf("  counter %llu after %ld launches %s; mem-op node %s\n", *marks.counter, marks.bumps,
+              counted ? "(equal)" : "(WRONG)",
+              marks.write_last == nullptr ? "NOT CAPTURED (its line is the last record node's)"
+                                          : (*marks.flag == 1 ? "wrote 1" : "did NOT write"));
   const encore::MethodReport rs = stages->Report(), rf = one_fn->Report();
   for (const encore::PieceReport& pr : rs.pieces) {
     std::printf("  piece %s: graphed %d, %zu nodes, %lld replays, reason: %s\n", pr.stages.front().c_str(),
@@ -270,6 +363,11 @@ int main(int argc, char** argv) {
                            std::to_string(f.e2e_us) + ", \"stages_e2e_us\": " + std::to_string(st.e2e_us) +
                            ", \"one_fn_e2e_us\": " + std::to_string(t.at("encore one fn (eager)").e2e_us) +
                            ", \"raw_eager_e2e_us\": " + std::to_string(t.at("raw eager").e2e_us) +
+                           ", \"last_record_node_cpu_us\": " + std::to_string(t.at("floor + last record node").cpu_us) +
+                           ", \"host_record_cpu_us\": " + std::to_string(t.at("floor + one cudaEventRecord").cpu_us) +
+                           ", \"counter_kernel_cpu_us\": " + std::to_string(t.at("floor + last counter kernel").cpu_us) +
+                           ", \"memop_write_cpu_us\": " +
+                           (marks.write_last ? std::to_string(t.at("floor + last mem-op write").cpu_us) : "null") +
                            ", \"outputs_equal\": " + (ok ? "true" : "false") + "}\n";
   (void)encore::bench::WriteResults(json, "", "stages_micro.json");
   return ok && rs.replays > 0 && rs.pieces.size() == 2 ? 0 : 1;
