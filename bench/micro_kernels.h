@@ -19,6 +19,9 @@ cudaError_t LaunchAddOneChain(const float* in, float* out, int n, int k, cudaStr
 // One thread adds 1 to *counter: a completion mark a graph's last node can
 // make without an event (stages_micro's completion variants).
 cudaError_t LaunchBump(unsigned long long* counter, cudaStream_t s);
+// The same kernel, for a node added to a graph (one block of one thread,
+// one parameter: the counter).
+const void* BumpKernel();
 
 // One kernel of capture_bench's model: state[i] = state[i] * 0.5 + w[i % 16384]
 // + in[i % n] over `chunk` floats of the state, and out[i] = in[i] + w[i] for

@@ -15,12 +15,13 @@
 //                    what the piece loop adds beyond two one-fn replays;
 //   floor + ...      the floor with a completion mark: record nodes, a
 //                    host cudaEventRecord, a counter kernel or a driver
-//                    memory-op node as the second graph's last node.
+//                    memory-op node as the second graph's last node,
+//                    captured, or (record, counter) added after the
+//                    capture as encore adds its record node.
 // Prints CPU (submit) and end-to-end microseconds per call, median of 41
 // batches of 100, the floor first and last with its spread, issue 26's
 // targets, and checks every output bit-equal across the variants. Exits 77
 // without a GPU.
-#include <cuda.h>  // driver types only: the memory-op entry point is found at run time
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "encore/bench/bench_util.h"
+#include "encore/bench/completion_marks.h"
 #include "encore/bench/micro_kernels.h"
 #include "encore/encore.h"
 #include "encore/examples/example_util.h"
@@ -98,85 +100,6 @@ encore::Method* RegisterOneFn(encore::Manager& mgr, int k) {
   return *m;
 }
 
-// A graph of `k` kernels from `in` into `out`, then `tail(s)` in the same
-// capture (the graph's last node or nodes); `tail` returns whether it
-// queued something capturable.
-template <typename Tail>
-cudaGraphExec_t CaptureChainThen(const float* in, float* out, int k, cudaStream_t s, Tail tail) {
-  cudaGraph_t g;
-  cudaGraphExec_t e = nullptr;
-  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  CK(encore::bench::LaunchAddOneChain(in, out, kN, k, s));
-  const bool tail_ok = tail(s);
-  const cudaError_t ended = cudaStreamEndCapture(s, &g);
-  if (!tail_ok || ended != cudaSuccess) {
-    (void)cudaGetLastError();
-    if (ended == cudaSuccess) CK(cudaGraphDestroy(g));
-    return nullptr;
-  }
-  CK(cudaGraphInstantiate(&e, g, 0));
-  CK(cudaGraphDestroy(g));
-  return e;
-}
-
-// `record`: the graph ends with an event record node, as encore's do.
-cudaGraphExec_t CaptureChain(const float* in, float* out, int k, cudaStream_t s, cudaEvent_t record = nullptr) {
-  return CaptureChainThen(in, out, k, s, [record](cudaStream_t st) {
-    // External: a record node in the graph. A plain cudaEventRecord in a
-    // capture adds no node (it marks a point for other streams to join), so
-    // the variants read until 2026-12-03 had none.
-    if (record != nullptr) CK(cudaEventRecordWithFlags(record, st, cudaEventRecordExternal));
-    return true;
-  });
-}
-
-// Completion marks other than an event record node, each the last node of
-// the second graph: a one-thread kernel adding 1 to a counter in mapped
-// host memory (the host polls it; another stream waits with
-// cuStreamWaitValue64), and a driver memory-op node writing a value there
-// (cuStreamWriteValue32 captured). Issue 23 asks which costs least.
-struct Marks {
-  unsigned long long* counter = nullptr;  // host view; the kernel gets the device view
-  unsigned* flag = nullptr;
-  cudaGraphExec_t bump_last = nullptr, write_last = nullptr;  // write_last: null if the capture refused it
-  long bumps = 0;
-};
-
-using WriteValue32Fn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-WriteValue32Fn FindWriteValue32() {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<WriteValue32Fn>(fn);
-}
-
-Marks MakeMarks(float* out, int k, cudaStream_t s) {
-  Marks m;
-  CK(cudaHostAlloc(reinterpret_cast<void**>(&m.counter), sizeof(*m.counter), cudaHostAllocMapped));
-  CK(cudaHostAlloc(reinterpret_cast<void**>(&m.flag), sizeof(*m.flag), cudaHostAllocMapped));
-  *m.counter = 0;
-  *m.flag = 0;
-  unsigned long long* counter_dev = nullptr;
-  unsigned* flag_dev = nullptr;
-  CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&counter_dev), m.counter, 0));
-  CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag_dev), m.flag, 0));
-  m.bump_last = CaptureChainThen(out, out, k, s, [counter_dev](cudaStream_t st) {
-    return encore::bench::LaunchBump(counter_dev, st) == cudaSuccess;
-  });
-  if (WriteValue32Fn write = FindWriteValue32()) {
-    m.write_last = CaptureChainThen(out, out, k, s, [write, flag_dev](cudaStream_t st) {
-      return write(st, reinterpret_cast<CUdeviceptr>(flag_dev), 1, 0) == CUDA_SUCCESS;
-    });
-  }
-  return m;
-}
-
 void Print(const std::string& name, const encore::bench::Timing& t, const encore::bench::Timing& floor) {
   std::printf("  %-22s cpu %8.2f us (%5.2fx)   e2e %8.2f us (%5.2fx)\n", name.c_str(), t.cpu_us,
               t.cpu_us / floor.cpu_us, t.e2e_us, t.e2e_us / floor.e2e_us);
@@ -218,7 +141,8 @@ int main(int argc, char** argv) {
   float* out_chains;
   CK(cudaMalloc(&out_chains, kBytes));
   encore::TensorRef t_chains = encore::examples::Floats(out_chains, {kN});
-  const cudaGraphExec_t first = CaptureChain(in, out_floor, k, s), second = CaptureChain(out_floor, out_floor, k, s);
+  const cudaGraphExec_t first = encore::bench::CaptureChain(in, out_floor, kN, k, s);
+  const cudaGraphExec_t second = encore::bench::CaptureChain(out_floor, out_floor, kN, k, s);
   encore::TensorRef tin = encore::examples::Floats(in, {kN});
   encore::TensorRef t_stages = encore::examples::Floats(out_stages, {kN}), t_fn = encore::examples::Floats(out_fn, {kN});
   auto floor = [&](int) {
@@ -232,8 +156,8 @@ int main(int argc, char** argv) {
   CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   float* out_rec;
   CK(cudaMalloc(&out_rec, kBytes));
-  const cudaGraphExec_t first_rec = CaptureChain(in, out_rec, k, s, ev);
-  const cudaGraphExec_t second_rec = CaptureChain(out_rec, out_rec, k, s, ev);
+  const cudaGraphExec_t first_rec = encore::bench::CaptureChain(in, out_rec, kN, k, s, ev);
+  const cudaGraphExec_t second_rec = encore::bench::CaptureChain(out_rec, out_rec, kN, k, s, ev);
   auto floor_rec = [&](int) {
     CK(cudaGraphLaunch(first_rec, s));
     CK(EagerWork(out_rec, s));
@@ -241,13 +165,13 @@ int main(int argc, char** argv) {
   };
   // Only the second graph ends in the record node, as encore's last piece
   // does (the earlier piece's end is covered by it).
-  const cudaGraphExec_t first_plain = CaptureChain(in, out_rec, k, s);
+  const cudaGraphExec_t first_plain = encore::bench::CaptureChain(in, out_rec, kN, k, s);
   auto floor_last_rec = [&](int) {
     CK(cudaGraphLaunch(first_plain, s));
     CK(EagerWork(out_rec, s));
     CK(cudaGraphLaunch(second_rec, s));
   };
-  Marks marks = MakeMarks(out_rec, k, s);
+  encore::bench::CompletionMarks marks = encore::bench::MakeCompletionMarks(out_rec, kN, k, s, ev);
   if (marks.bump_last == nullptr) {
     std::fprintf(stderr, "stages_micro: the counter kernel could not be captured\n");
     return 1;
@@ -270,6 +194,17 @@ int main(int argc, char** argv) {
          CK(cudaGraphLaunch(first_plain, s));
          CK(EagerWork(out_rec, s));
          CK(cudaGraphLaunch(marks.bump_last, s));
+         ++marks.bumps;
+       }},
+      {"floor + added record node", [&](int) {
+         CK(cudaGraphLaunch(first_plain, s));
+         CK(EagerWork(out_rec, s));
+         CK(cudaGraphLaunch(marks.added_record_last, s));
+       }},
+      {"floor + added counter kernel", [&](int) {
+         CK(cudaGraphLaunch(first_plain, s));
+         CK(EagerWork(out_rec, s));
+         CK(cudaGraphLaunch(marks.added_bump_last, s));
          ++marks.bumps;
        }},
       {"floor + last mem-op write", [&](int) {
@@ -366,6 +301,12 @@ int main(int argc, char** argv) {
                            ", \"last_record_node_cpu_us\": " + std::to_string(t.at("floor + last record node").cpu_us) +
                            ", \"host_record_cpu_us\": " + std::to_string(t.at("floor + one cudaEventRecord").cpu_us) +
                            ", \"counter_kernel_cpu_us\": " + std::to_string(t.at("floor + last counter kernel").cpu_us) +
+                           ", \"added_record_node_cpu_us\": " + std::to_string(t.at("floor + added record node").cpu_us) +
+                           ", \"added_record_node_e2e_us\": " + std::to_string(t.at("floor + added record node").e2e_us) +
+                           ", \"added_counter_kernel_cpu_us\": " +
+                           std::to_string(t.at("floor + added counter kernel").cpu_us) +
+                           ", \"added_counter_kernel_e2e_us\": " +
+                           std::to_string(t.at("floor + added counter kernel").e2e_us) +
                            ", \"memop_write_cpu_us\": " +
                            (marks.write_last ? std::to_string(t.at("floor + last mem-op write").cpu_us) : "null") +
                            ", \"outputs_equal\": " + (ok ? "true" : "false") + "}\n";
