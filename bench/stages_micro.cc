@@ -166,6 +166,9 @@ int main(int argc, char** argv) {
   // Only the second graph ends in the record node, as encore's last piece
   // does (the earlier piece's end is covered by it).
   const cudaGraphExec_t first_plain = encore::bench::CaptureChain(in, out_rec, kN, k, s);
+  // The floor's graphs on out_rec, no tail: tells the tails' cost from the
+  // buffer's (every variant with a tail works on out_rec).
+  const cudaGraphExec_t second_plain = encore::bench::CaptureChain(out_rec, out_rec, kN, k, s);
   auto floor_last_rec = [&](int) {
     CK(cudaGraphLaunch(first_plain, s));
     CK(EagerWork(out_rec, s));
@@ -190,6 +193,11 @@ int main(int argc, char** argv) {
       {"floor", floor},
       {"floor + record nodes", floor_rec},
       {"floor + last record node", floor_last_rec},
+      {"floor on out_rec, no tail", [&](int) {
+         CK(cudaGraphLaunch(first_plain, s));
+         CK(EagerWork(out_rec, s));
+         CK(cudaGraphLaunch(second_plain, s));
+       }},
       {"floor + last counter kernel", [&](int) {
          CK(cudaGraphLaunch(first_plain, s));
          CK(EagerWork(out_rec, s));
