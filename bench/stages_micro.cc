@@ -169,10 +169,15 @@ int main(int argc, char** argv) {
   // The floor's graphs on out_rec, no tail: tells the tails' cost from the
   // buffer's (every variant with a tail works on out_rec).
   const cudaGraphExec_t second_plain = encore::bench::CaptureChain(out_rec, out_rec, kN, k, s);
-  auto floor_last_rec = [&](int) {
-    CK(cudaGraphLaunch(first_plain, s));
-    CK(EagerWork(out_rec, s));
-    CK(cudaGraphLaunch(second_rec, s));
+  // The floor on out_rec with `last` as its second graph; `bumps`, when
+  // given, counts the launches of a graph ending in the counter kernel.
+  auto floor_ending_in = [&](cudaGraphExec_t last, long* bumps = nullptr) {
+    return [&, last, bumps](int) {
+      CK(cudaGraphLaunch(first_plain, s));
+      CK(EagerWork(out_rec, s));
+      CK(cudaGraphLaunch(last, s));
+      if (bumps != nullptr) ++*bumps;
+    };
   };
   encore::bench::CompletionMarks marks = encore::bench::MakeCompletionMarks(out_rec, kN, k, s, ev);
   if (marks.bump_last == nullptr) {
@@ -192,36 +197,14 @@ int main(int argc, char** argv) {
   encore::bench::Variants v = {
       {"floor", floor},
       {"floor + record nodes", floor_rec},
-      {"floor + last record node", floor_last_rec},
-      {"floor on out_rec, no tail", [&](int) {
-         CK(cudaGraphLaunch(first_plain, s));
-         CK(EagerWork(out_rec, s));
-         CK(cudaGraphLaunch(second_plain, s));
-       }},
-      {"floor + last counter kernel", [&](int) {
-         CK(cudaGraphLaunch(first_plain, s));
-         CK(EagerWork(out_rec, s));
-         CK(cudaGraphLaunch(marks.bump_last, s));
-         ++marks.bumps;
-       }},
-      {"floor + added record node", [&](int) {
-         CK(cudaGraphLaunch(first_plain, s));
-         CK(EagerWork(out_rec, s));
-         CK(cudaGraphLaunch(marks.added_record_last, s));
-       }},
-      {"floor + added counter kernel", [&](int) {
-         CK(cudaGraphLaunch(first_plain, s));
-         CK(EagerWork(out_rec, s));
-         CK(cudaGraphLaunch(marks.added_bump_last, s));
-         ++marks.bumps;
-       }},
-      {"floor + last mem-op write", [&](int) {
-         CK(cudaGraphLaunch(first_plain, s));
-         CK(EagerWork(out_rec, s));
-         // Without the memory-op node (capture refused it), the same as the
-         // floor with its second graph: the line says so below.
-         CK(cudaGraphLaunch(marks.write_last != nullptr ? marks.write_last : second_rec, s));
-       }},
+      {"floor + last record node", floor_ending_in(second_rec)},
+      {"floor on out_rec, no tail", floor_ending_in(second_plain)},
+      {"floor + last counter kernel", floor_ending_in(marks.bump_last, &marks.bumps)},
+      {"floor + added record node", floor_ending_in(marks.added_record_last)},
+      {"floor + added counter kernel", floor_ending_in(marks.added_bump_last, &marks.bumps)},
+      // Without the memory-op node (capture refused it), the same as the
+      // last record node's: the line says so below.
+      {"floor + last mem-op write", floor_ending_in(marks.write_last != nullptr ? marks.write_last : second_rec)},
       {"floor + one cudaEventRecord", [&](int i) {
          floor(i);
          CK(cudaEventRecord(ev, s));  // the alternative: one record per call from the host
