@@ -17,10 +17,10 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-std::map<std::string, Timing> MeasureInterleaved(cudaStream_t s, int n, int repeats, int warmup,
-                                                 const Variants& variants,
-                                                 const std::function<void()>& before_repeat) {
-  std::map<std::string, std::vector<double>> cpu, e2e;
+std::map<std::string, std::vector<Timing>> MeasureInterleavedRepeats(cudaStream_t s, int n, int repeats, int warmup,
+                                                                     const Variants& variants,
+                                                                     const std::function<void()>& before_repeat) {
+  std::map<std::string, std::vector<Timing>> out;
   for (const auto& [name, call] : variants) {
     for (int i = 0; i < warmup; ++i) call(i);
   }
@@ -34,13 +34,29 @@ std::map<std::string, Timing> MeasureInterleaved(cudaStream_t s, int n, int repe
       double t1 = ex::NowMicros();
       EX_CUDA(cudaStreamSynchronize(s));
       double t2 = ex::NowMicros();
-      cpu[name].push_back((t1 - t0) / n);
-      e2e[name].push_back((t2 - t0) / n);
+      out[name].push_back({(t1 - t0) / n, (t2 - t0) / n});
     }
   }
-  std::map<std::string, Timing> out;
-  for (const auto& [name, call] : variants) out[name] = {Median(cpu[name]), Median(e2e[name])};
   return out;
+}
+
+std::map<std::string, Timing> Medians(const std::map<std::string, std::vector<Timing>>& runs) {
+  std::map<std::string, Timing> out;
+  for (const auto& [name, rs] : runs) {
+    std::vector<double> cpu, e2e;
+    for (const Timing& t : rs) {
+      cpu.push_back(t.cpu_us);
+      e2e.push_back(t.e2e_us);
+    }
+    out[name] = {Median(cpu), Median(e2e)};
+  }
+  return out;
+}
+
+std::map<std::string, Timing> MeasureInterleaved(cudaStream_t s, int n, int repeats, int warmup,
+                                                 const Variants& variants,
+                                                 const std::function<void()>& before_repeat) {
+  return Medians(MeasureInterleavedRepeats(s, n, repeats, warmup, variants, before_repeat));
 }
 
 std::vector<std::string> WriteResults(const std::string& text, const std::string& json_path,

@@ -32,6 +32,15 @@ std::map<std::string, Timing> MeasureInterleaved(cudaStream_t s, int n, int repe
                                                  const Variants& variants,
                                                  const std::function<void()>& before_repeat = {});
 
+// The same, every repeat's Timing kept (index r: repeat r), for statistics
+// over pairs of variants that ran side by side in one repeat.
+std::map<std::string, std::vector<Timing>> MeasureInterleavedRepeats(cudaStream_t s, int n, int repeats, int warmup,
+                                                                     const Variants& variants,
+                                                                     const std::function<void()>& before_repeat = {});
+
+// Each variant's median CPU and median end-to-end time over its repeats.
+std::map<std::string, Timing> Medians(const std::map<std::string, std::vector<Timing>>& runs);
+
 // Writes `text` to `json_path` and to `file_name` in $OUT and in $RESULTS
 // when they are set, each distinct path once, saying so on stdout. Returns
 // the paths that could not be written.
