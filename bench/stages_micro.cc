@@ -18,6 +18,9 @@
 //                    memory-op node as the second graph's last node,
 //                    captured, or (record, counter) added after the
 //                    capture as encore adds its record node;
+//   floor, params set on clones / on execs  the floor's graphs with their
+//                    kernels' parameters written back through the driver as
+//                    graph/binding's direct form writes them;
 //   floor on another buffer / on a late cudaMalloc  the floor's graphs on
 //                    the next 4 KiB of the allocation every other variant
 //                    writes, or on a buffer allocated last.
@@ -38,6 +41,7 @@
 
 #include "encore/bench/bench_util.h"
 #include "encore/bench/completion_marks.h"
+#include "encore/bench/exec_forms.h"
 #include "encore/bench/micro_kernels.h"
 #include "encore/encore.h"
 #include "encore/examples/example_util.h"
@@ -186,6 +190,13 @@ int main(int argc, char** argv) {
   // cudaMalloc'd after everything else.
   const cudaGraphExec_t first_other = encore::bench::CaptureChain(in, out_other, kN, k, s);
   const cudaGraphExec_t second_other = encore::bench::CaptureChain(out_other, out_other, kN, k, s);
+  // The floor's graphs with their parameters written back as encore's
+  // direct form writes them: set on a clone before instantiating, or on the
+  // executable.
+  const cudaGraphExec_t first_clone = encore::bench::CaptureChainSetOnClone(in, out, kN, k, s);
+  const cudaGraphExec_t second_clone = encore::bench::CaptureChainSetOnClone(out, out, kN, k, s);
+  const cudaGraphExec_t first_exec = encore::bench::CaptureChainSetOnExec(in, out, kN, k, s);
+  const cudaGraphExec_t second_exec = encore::bench::CaptureChainSetOnExec(out, out, kN, k, s);
   float* out_late = nullptr;
   CK(cudaMalloc(&out_late, kBytes));
   const cudaGraphExec_t first_late = encore::bench::CaptureChain(in, out_late, kN, k, s);
@@ -225,6 +236,8 @@ int main(int argc, char** argv) {
          floor(i);
          CK(cudaEventRecord(ev, s));  // the alternative: one record per call from the host
        }},
+      {"floor, params set on clones", floor_on(first_clone, out, second_clone)},
+      {"floor, params set on execs", floor_on(first_exec, out, second_exec)},
       {"floor on another buffer", floor_on(first_other, out_other, second_other)},
       {"floor on a late cudaMalloc", floor_on(first_late, out_late, second_late)},
       {"encore stages", [&](int) { EX_OK(stages->Run({&tin, 1}, {&t_out, 1}, s)); }},

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "encore/bench/exec_forms.h"
+
+#include <cuda.h>
+
+#include <vector>
+
+#include "encore/bench/micro_kernels.h"
+#include "encore/core/cuda_api.h"
+#include "encore/examples/example_util.h"
+
+namespace encore::bench {
+namespace {
+
+// AddOne's arguments, owned here: the pointers the driver hands back from a
+// node stop being valid once its parameters are set.
+struct AddOneArgs {
+  const float* in = nullptr;
+  float* out = nullptr;
+  int n = 0;
+  void* ptrs[3] = {};
+};
+
+cudaGraph_t CaptureGraph(const float* in, float* out, int n, int k, cudaStream_t s) {
+  cudaGraph_t g = nullptr;
+  EX_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  EX_CUDA(LaunchAddOneChain(in, out, n, k, s));
+  EX_CUDA(cudaStreamEndCapture(s, &g));
+  return g;
+}
+
+std::vector<cudaGraphNode_t> Nodes(cudaGraph_t g) {
+  size_t count = 0;
+  EX_CUDA(cudaGraphGetNodes(g, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  EX_CUDA(cudaGraphGetNodes(g, nodes.data(), &count));
+  return nodes;
+}
+
+// Each node's parameters as the driver reads them, with the arguments
+// copied into `args` (one per node, kept alive by the caller).
+std::vector<CUDA_KERNEL_NODE_PARAMS> ReadParams(const std::vector<cudaGraphNode_t>& nodes,
+                                                std::vector<AddOneArgs>* args) {
+  std::vector<CUDA_KERNEL_NODE_PARAMS> params(nodes.size());
+  args->resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    EX_CUDA(cuda().DriverGraphKernelNodeGetParams(nodes[i], &params[i]));
+    AddOneArgs& a = (*args)[i];
+    a.in = *static_cast<const float* const*>(params[i].kernelParams[0]);
+    a.out = *static_cast<float* const*>(params[i].kernelParams[1]);
+    a.n = *static_cast<const int*>(params[i].kernelParams[2]);
+    a.ptrs[0] = &a.in;
+    a.ptrs[1] = &a.out;
+    a.ptrs[2] = &a.n;
+    params[i].kernelParams = a.ptrs;
+    params[i].extra = nullptr;
+  }
+  return params;
+}
+
+}  // namespace
+
+cudaGraphExec_t CaptureChainSetOnClone(const float* in, float* out, int n, int k, cudaStream_t s) {
+  cudaGraph_t g = CaptureGraph(in, out, n, k, s);
+  cudaGraph_t clone = nullptr;
+  EX_CUDA(cudaGraphClone(&clone, g));
+  const std::vector<cudaGraphNode_t> nodes = Nodes(clone);
+  std::vector<AddOneArgs> args;
+  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
+  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphKernelNodeSetParams(nodes[i], &params[i]));
+  cudaGraphExec_t e = nullptr;
+  EX_CUDA(cudaGraphInstantiate(&e, clone, 0));
+  EX_CUDA(cudaGraphDestroy(clone));
+  EX_CUDA(cudaGraphDestroy(g));
+  return e;
+}
+
+cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k, cudaStream_t s) {
+  cudaGraph_t g = CaptureGraph(in, out, n, k, s);
+  cudaGraphExec_t e = nullptr;
+  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
+  const std::vector<cudaGraphNode_t> nodes = Nodes(g);
+  std::vector<AddOneArgs> args;
+  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
+  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphExecKernelNodeSetParams(e, nodes[i], &params[i]));
+  EX_CUDA(cudaGraphDestroy(g));
+  return e;
+}
+
+}  // namespace encore::bench
