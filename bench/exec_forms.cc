@@ -87,4 +87,43 @@ cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k,
   return e;
 }
 
+cudaGraphExec_t CaptureChainSetOnExecRuntime(const float* in, float* out, int n, int k, cudaStream_t s) {
+  cudaGraph_t g = CaptureGraph(in, out, n, k, s);
+  cudaGraphExec_t e = nullptr;
+  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
+  for (cudaGraphNode_t node : Nodes(g)) {
+    cudaKernelNodeParams p{};
+    EX_CUDA(cudaGraphKernelNodeGetParams(node, &p));
+    AddOneArgs a;
+    a.in = *static_cast<const float* const*>(p.kernelParams[0]);
+    a.out = *static_cast<float* const*>(p.kernelParams[1]);
+    a.n = *static_cast<const int*>(p.kernelParams[2]);
+    a.ptrs[0] = &a.in;
+    a.ptrs[1] = &a.out;
+    a.ptrs[2] = &a.n;
+    p.kernelParams = a.ptrs;
+    p.extra = nullptr;
+    EX_CUDA(cudaGraphExecKernelNodeSetParams(e, node, &p));
+  }
+  EX_CUDA(cudaGraphDestroy(g));
+  return e;
+}
+
+cudaGraphExec_t CaptureChainUpdatedFromClone(const float* in, float* out, int n, int k, cudaStream_t s) {
+  cudaGraph_t g = CaptureGraph(in, out, n, k, s);
+  cudaGraphExec_t e = nullptr;
+  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
+  cudaGraph_t clone = nullptr;
+  EX_CUDA(cudaGraphClone(&clone, g));
+  const std::vector<cudaGraphNode_t> nodes = Nodes(clone);
+  std::vector<AddOneArgs> args;
+  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
+  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphKernelNodeSetParams(nodes[i], &params[i]));
+  cudaGraphExecUpdateResultInfo info{};
+  EX_CUDA(cudaGraphExecUpdate(e, clone, &info));
+  EX_CUDA(cudaGraphDestroy(clone));
+  EX_CUDA(cudaGraphDestroy(g));
+  return e;
+}
+
 }  // namespace encore::bench

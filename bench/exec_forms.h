@@ -20,6 +20,14 @@ cudaGraphExec_t CaptureChainSetOnClone(const float* in, float* out, int n, int k
 // direct form rewrites an executable in place.
 cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k, cudaStream_t s);
 
+// The same through the runtime's cudaGraphExecKernelNodeSetParams, with the
+// parameters cudaGraphKernelNodeGetParams reads.
+cudaGraphExec_t CaptureChainSetOnExecRuntime(const float* in, float* out, int n, int k, cudaStream_t s);
+
+// Captured and instantiated, then updated whole (cudaGraphExecUpdate) from a
+// clone whose nodes were given their parameters again.
+cudaGraphExec_t CaptureChainUpdatedFromClone(const float* in, float* out, int n, int k, cudaStream_t s);
+
 }  // namespace encore::bench
 
 #endif  // ENCORE_BENCH_EXEC_FORMS_H_

@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
   const cudaGraphExec_t second_clone = encore::bench::CaptureChainSetOnClone(out, out, kN, k, s);
   const cudaGraphExec_t first_exec = encore::bench::CaptureChainSetOnExec(in, out, kN, k, s);
   const cudaGraphExec_t second_exec = encore::bench::CaptureChainSetOnExec(out, out, kN, k, s);
+  const cudaGraphExec_t first_rt = encore::bench::CaptureChainSetOnExecRuntime(in, out, kN, k, s);
+  const cudaGraphExec_t second_rt = encore::bench::CaptureChainSetOnExecRuntime(out, out, kN, k, s);
+  const cudaGraphExec_t first_upd = encore::bench::CaptureChainUpdatedFromClone(in, out, kN, k, s);
+  const cudaGraphExec_t second_upd = encore::bench::CaptureChainUpdatedFromClone(out, out, kN, k, s);
   float* out_late = nullptr;
   CK(cudaMalloc(&out_late, kBytes));
   const cudaGraphExec_t first_late = encore::bench::CaptureChain(in, out_late, kN, k, s);
@@ -238,6 +242,8 @@ int main(int argc, char** argv) {
        }},
       {"floor, params set on clones", floor_on(first_clone, out, second_clone)},
       {"floor, params set on execs", floor_on(first_exec, out, second_exec)},
+      {"floor, set on execs (runtime)", floor_on(first_rt, out, second_rt)},
+      {"floor, execs updated whole", floor_on(first_upd, out, second_upd)},
       {"floor on another buffer", floor_on(first_other, out_other, second_other)},
       {"floor on a late cudaMalloc", floor_on(first_late, out_late, second_late)},
       {"encore stages", [&](int) { EX_OK(stages->Run({&tin, 1}, {&t_out, 1}, s)); }},
