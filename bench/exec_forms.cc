@@ -87,6 +87,13 @@ cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k,
   return e;
 }
 
+cudaGraphExec_t CaptureChainSetOnExecUploaded(const float* in, float* out, int n, int k, cudaStream_t s) {
+  cudaGraphExec_t e = CaptureChainSetOnExec(in, out, n, k, s);
+  EX_CUDA(cudaGraphUpload(e, s));
+  EX_CUDA(cudaStreamSynchronize(s));
+  return e;
+}
+
 cudaGraphExec_t CaptureChainSetOnExecRuntime(const float* in, float* out, int n, int k, cudaStream_t s) {
   cudaGraph_t g = CaptureGraph(in, out, n, k, s);
   cudaGraphExec_t e = nullptr;

@@ -20,6 +20,9 @@ cudaGraphExec_t CaptureChainSetOnClone(const float* in, float* out, int n, int k
 // direct form rewrites an executable in place.
 cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k, cudaStream_t s);
 
+// The same, then uploaded again (cudaGraphUpload on `s`, waited for).
+cudaGraphExec_t CaptureChainSetOnExecUploaded(const float* in, float* out, int n, int k, cudaStream_t s);
+
 // The same through the runtime's cudaGraphExecKernelNodeSetParams, with the
 // parameters cudaGraphKernelNodeGetParams reads.
 cudaGraphExec_t CaptureChainSetOnExecRuntime(const float* in, float* out, int n, int k, cudaStream_t s);
