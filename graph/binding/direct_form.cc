@@ -143,15 +143,15 @@ bool DirectForm::Accepts(Args inputs, Args outputs, uint64_t key) {
 }
 
 StatusOr<GraphExec> DirectForm::Instantiate(const Addresses& to) {
-  // The graph's own parameters are written whole before each use (here and
-  // in UpdateWhole), so what they held before matters to nothing.
+  // The graph's own parameters matter to nothing else once the first
+  // executable exists.
   ENCORE_RETURN_IF_ERROR(Write(nullptr, nullptr, to));
   return GraphExec::Instantiate(graph_);
 }
 
 Status DirectForm::Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key) {
   v.rewritten = true;
-  Status s = UpdateWhole(v, to) ? OkStatus() : Write(v.exec.get(), &v.bound, to);
+  Status s = Write(v.exec.get(), &v.bound, to);
   if (!s.ok()) {
     // CUDA will refuse these buffers again: asking it on every call would
     // cost a failed rewrite (and, for a recurring set, an executable).
@@ -159,23 +159,6 @@ Status DirectForm::Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key)
     (void)refused_.Recurs(key);
   }
   return s;
-}
-
-bool DirectForm::UpdateWhole(Cache::Variant& v, const Addresses& to) {
-  // An executable given kernel parameters node by node runs slower from
-  // then on, about 0.22 us of GPU time per node and launch; one updated
-  // whole from its graph does not (bench/RESULTS.md, eighth session, runs Y
-  // and Z). The graph takes `to` everywhere, then the executable follows
-  // it. A graph CUDA will not update whole is rewritten node by node from
-  // then on.
-  if (whole_update_refused_) return false;
-  if (Status s = Write(nullptr, nullptr, to); !s.ok()) {
-    ClearCudaError();
-    return false;  // these buffers: node by node says what CUDA refuses
-  }
-  if (v.exec.Update(graph_).ok()) return true;
-  whole_update_refused_ = true;
-  return false;
 }
 
 StatusOr<const GraphExec*> DirectForm::Bind(Args inputs, Args outputs, int64_t* new_variants) {

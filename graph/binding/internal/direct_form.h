@@ -100,10 +100,6 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   Status Write(cudaGraphExec_t exec, const Addresses* bound, const Addresses& to);
   Status WriteKernel(cudaGraphExec_t exec, const Addresses* bound, KernelSite& k, const Addresses& to);
   Status WriteEndpoints(cudaGraphExec_t exec, const Addresses* bound, EndpointSite& e, const Addresses& to);
-  // Points v at `to` through its graph and cudaGraphExecUpdate; false, with
-  // v as it was, when CUDA refuses (then Rewrite writes v's nodes one by
-  // one).
-  bool UpdateWhole(Cache::Variant& v, const Addresses& to);
 
   Graph graph_;
   std::vector<KernelSite> kernels_;
@@ -118,9 +114,6 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // Address sets whose rewrite CUDA refused: the staged graph answers them.
   MissRing refused_;
   int64_t refused_rewrites_ = 0;
-  // CUDA refused to update an executable from the graph once: every later
-  // rewrite goes node by node.
-  bool whole_update_refused_ = false;
   double clone_us_ = 0;
 };
 

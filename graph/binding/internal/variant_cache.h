@@ -8,12 +8,9 @@
 //
 // Why executables and not rewrites (bench/binding_micro, H200): switching
 // executables costs nothing measurable, while an executable that had any
-// node given parameters in place runs slower from then on (a 128-kernel
-// graph 1.2-1.3x end to end). The direct form rewrites by updating the
-// executable whole from its graph, which does not slow it (bench/RESULTS.md,
-// eighth session), and node by node only where CUDA refuses that; a
-// rewrite still costs the host more than a switch, so a recurring set
-// answered by a rewritten executable gets one of its own.
+// node rewritten runs slower from then on (a 128-kernel graph 1.2-1.3x end
+// to end). So a recurring set answered by a rewritten executable gets a
+// clean one.
 //
 // Generic over the executable type so that its rules are tested without a
 // GPU (variant_cache_test.cc); the graph form (StagedForm, DirectForm) makes
