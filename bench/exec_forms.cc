@@ -87,6 +87,22 @@ cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k,
   return e;
 }
 
+cudaGraphExec_t CaptureChainSetOnExecAfterLaunch(const float* in, float* out, int n, int k, cudaStream_t s,
+                                                 bool wait_for_launch) {
+  cudaGraph_t g = CaptureGraph(in, out, n, k, s);
+  cudaGraphExec_t e = nullptr;
+  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
+  EX_CUDA(cudaGraphLaunch(e, s));
+  if (wait_for_launch) EX_CUDA(cudaStreamSynchronize(s));
+  const std::vector<cudaGraphNode_t> nodes = Nodes(g);
+  std::vector<AddOneArgs> args;
+  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
+  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphExecKernelNodeSetParams(e, nodes[i], &params[i]));
+  EX_CUDA(cudaStreamSynchronize(s));
+  EX_CUDA(cudaGraphDestroy(g));
+  return e;
+}
+
 cudaGraphExec_t CaptureChainSetOnExecUploaded(const float* in, float* out, int n, int k, cudaStream_t s) {
   cudaGraphExec_t e = CaptureChainSetOnExec(in, out, n, k, s);
   EX_CUDA(cudaGraphUpload(e, s));

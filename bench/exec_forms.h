@@ -20,6 +20,12 @@ cudaGraphExec_t CaptureChainSetOnClone(const float* in, float* out, int n, int k
 // direct form rewrites an executable in place.
 cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k, cudaStream_t s);
 
+// The same, but given the parameters after one launch on `s` had finished
+// (an idle executable that ran before, as encore's least recently used
+// variant is when a call rewrites it), or while that launch still runs.
+cudaGraphExec_t CaptureChainSetOnExecAfterLaunch(const float* in, float* out, int n, int k, cudaStream_t s,
+                                                 bool wait_for_launch);
+
 // The same, then uploaded again (cudaGraphUpload on `s`, waited for).
 cudaGraphExec_t CaptureChainSetOnExecUploaded(const float* in, float* out, int n, int k, cudaStream_t s);
 

@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
   const cudaGraphExec_t second_clone = encore::bench::CaptureChainSetOnClone(out, out, kN, k, s);
   const cudaGraphExec_t first_exec = encore::bench::CaptureChainSetOnExec(in, out, kN, k, s);
   const cudaGraphExec_t second_exec = encore::bench::CaptureChainSetOnExec(out, out, kN, k, s);
+  const cudaGraphExec_t first_idle = encore::bench::CaptureChainSetOnExecAfterLaunch(in, out, kN, k, s, true);
+  const cudaGraphExec_t second_idle = encore::bench::CaptureChainSetOnExecAfterLaunch(out, out, kN, k, s, true);
+  const cudaGraphExec_t first_busy = encore::bench::CaptureChainSetOnExecAfterLaunch(in, out, kN, k, s, false);
+  const cudaGraphExec_t second_busy = encore::bench::CaptureChainSetOnExecAfterLaunch(out, out, kN, k, s, false);
   const cudaGraphExec_t first_up = encore::bench::CaptureChainSetOnExecUploaded(in, out, kN, k, s);
   const cudaGraphExec_t second_up = encore::bench::CaptureChainSetOnExecUploaded(out, out, kN, k, s);
   const cudaGraphExec_t first_rt = encore::bench::CaptureChainSetOnExecRuntime(in, out, kN, k, s);
@@ -245,6 +249,8 @@ int main(int argc, char** argv) {
       {"floor, params set on clones", floor_on(first_clone, out, second_clone)},
       {"floor, params set on execs", floor_on(first_exec, out, second_exec)},
       {"floor, set on execs, uploaded", floor_on(first_up, out, second_up)},
+      {"floor, set on execs after a launch", floor_on(first_idle, out, second_idle)},
+      {"floor, set on execs in a launch", floor_on(first_busy, out, second_busy)},
       {"floor, set on execs (runtime)", floor_on(first_rt, out, second_rt)},
       {"floor, execs updated whole", floor_on(first_upd, out, second_upd)},
       {"floor on another buffer", floor_on(first_other, out_other, second_other)},
