@@ -7,10 +7,12 @@
 // executable, preferring one rewritten before.
 //
 // Why executables and not rewrites (bench/binding_micro, H200): switching
-// executables costs nothing measurable, while an executable that had any
-// node rewritten runs slower from then on (a 128-kernel graph 1.2-1.3x end
-// to end). So a recurring set answered by a rewritten executable gets a
-// clean one.
+// executables costs nothing measurable, while a rewrite costs the host
+// about 0.45 us a node, and an executable rewritten before its first
+// launch runs slower from then on (a 128-kernel graph 1.2-1.3x end to end;
+// after a launch a rewrite leaves it at full speed: bench/RESULTS.md,
+// eighth session, run AB). So a recurring set answered by a rewritten
+// executable gets a clean one.
 //
 // Generic over the executable type so that its rules are tested without a
 // GPU (variant_cache_test.cc); the graph form (StagedForm, DirectForm) makes
