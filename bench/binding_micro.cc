@@ -95,32 +95,29 @@ struct Rewritable {
   }
 
   // The same, through the graph and one cudaGraphExecUpdate (the
-  // executable updated whole, as encore's direct form rewrites it).
+  // executable updated whole with the new addresses).
   void BindWhole(cudaGraph_t g, const float* in, float* out) {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const float* a0 = reads_input[i] ? in : out;
-      float* a1 = out;
-      int count = kN;
-      void* args[] = {&a0, &a1, &count};
-      cudaKernelNodeParams p = params[i];
-      p.kernelParams = args;
-      p.extra = nullptr;
-      CK(cudaGraphKernelNodeSetParams(nodes[i], &p));
-    }
+    ForEachNode(in, out, /*moved_only=*/false,
+                [&](size_t i, const cudaKernelNodeParams& p) { CK(cudaGraphKernelNodeSetParams(nodes[i], &p)); });
     cudaGraphExecUpdateResultInfo info{};
     CK(cudaGraphExecUpdate(exec, g, &info));
-    bound_in = in;
-    bound_out = out;
   }
 
-  // Rewrites the nodes that name a buffer that moved; `only_first` rewrites
-  // the input's node alone (an output that stays put).
+  // Rewrites the executable's nodes that name a buffer that moved.
   void Bind(const float* in, float* out) {
+    ForEachNode(in, out, /*moved_only=*/true, [&](size_t i, const cudaKernelNodeParams& p) {
+      CK(cudaGraphExecKernelNodeSetParams(exec, nodes[i], &p));
+    });
+  }
+
+ private:
+  // `set(i, params)` for node i pointed at in/out (every node, or those
+  // naming a buffer that moved), then in/out are what the nodes are bound to.
+  template <class Set>
+  void ForEachNode(const float* in, float* out, bool moved_only, Set set) {
     const bool in_moved = in != bound_in, out_moved = out != bound_out;
-    int n = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const bool moved = out_moved || (reads_input[i] && in_moved);
-      if (!moved) continue;
+      if (moved_only && !out_moved && !(reads_input[i] && in_moved)) continue;
       const float* a0 = reads_input[i] ? in : out;
       float* a1 = out;
       int count = kN;
@@ -128,8 +125,7 @@ struct Rewritable {
       cudaKernelNodeParams p = params[i];
       p.kernelParams = args;
       p.extra = nullptr;
-      CK(cudaGraphExecKernelNodeSetParams(exec, nodes[i], &p));
-      ++n;
+      set(i, p);
     }
     bound_in = in;
     bound_out = out;

@@ -47,19 +47,21 @@ std::vector<cudaGraphNode_t> Leaves(cudaGraph_t g) {
 // adds its tail after the capture ended, as encore adds its record node.
 template <typename Add>
 cudaGraphExec_t ChainThenAdded(float* out, int n, int k, cudaStream_t s, Add add) {
-  cudaGraph_t g;
-  cudaGraphExec_t e;
-  EX_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  EX_CUDA(LaunchAddOneChain(out, out, n, k, s));
-  EX_CUDA(cudaStreamEndCapture(s, &g));
-  const std::vector<cudaGraphNode_t> leaves = Leaves(g);
-  add(g, leaves);
+  cudaGraph_t g = CaptureChainGraphThen(out, out, n, k, s, [](cudaStream_t) { return true; });
+  if (g == nullptr) return nullptr;
+  add(g, Leaves(g));
+  return InstantiateAndDestroy(g);
+}
+
+}  // namespace
+
+cudaGraphExec_t InstantiateAndDestroy(cudaGraph_t g) {
+  if (g == nullptr) return nullptr;
+  cudaGraphExec_t e = nullptr;
   EX_CUDA(cudaGraphInstantiate(&e, g, 0));
   EX_CUDA(cudaGraphDestroy(g));
   return e;
 }
-
-}  // namespace
 
 // `record`: the graph ends with an event record node, as encore's do.
 cudaGraphExec_t CaptureChain(const float* in, float* out, int n, int k, cudaStream_t s, cudaEvent_t record) {

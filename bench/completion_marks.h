@@ -13,11 +13,10 @@ namespace encore::bench {
 
 // A graph of `k` kernels from `in` into `out`, then `tail(s)` in the same
 // capture (the graph's last node or nodes); `tail` returns whether it
-// queued something capturable.
+// queued something capturable. Null when it did not or the capture failed.
 template <typename Tail>
-cudaGraphExec_t CaptureChainThen(const float* in, float* out, int n, int k, cudaStream_t s, Tail tail) {
-  cudaGraph_t g;
-  cudaGraphExec_t e = nullptr;
+cudaGraph_t CaptureChainGraphThen(const float* in, float* out, int n, int k, cudaStream_t s, Tail tail) {
+  cudaGraph_t g = nullptr;
   EX_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   EX_CUDA(LaunchAddOneChain(in, out, n, k, s));
   const bool tail_ok = tail(s);
@@ -27,9 +26,16 @@ cudaGraphExec_t CaptureChainThen(const float* in, float* out, int n, int k, cuda
     if (ended == cudaSuccess) EX_CUDA(cudaGraphDestroy(g));
     return nullptr;
   }
-  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
-  EX_CUDA(cudaGraphDestroy(g));
-  return e;
+  return g;
+}
+
+// `g` instantiated, then destroyed; null for a null `g`.
+cudaGraphExec_t InstantiateAndDestroy(cudaGraph_t g);
+
+// The same graph, instantiated.
+template <typename Tail>
+cudaGraphExec_t CaptureChainThen(const float* in, float* out, int n, int k, cudaStream_t s, Tail tail) {
+  return InstantiateAndDestroy(CaptureChainGraphThen(in, out, n, k, s, tail));
 }
 
 // `record`: the graph ends with an event record node, as encore's do.

@@ -37,6 +37,18 @@ std::vector<cudaGraphNode_t> Nodes(cudaGraph_t g) {
   return nodes;
 }
 
+// Points `kernel_params` (AddOne's, as CUDA handed them back) at copies in
+// `a`.
+void** Own(void** kernel_params, AddOneArgs* a) {
+  a->in = *static_cast<const float* const*>(kernel_params[0]);
+  a->out = *static_cast<float* const*>(kernel_params[1]);
+  a->n = *static_cast<const int*>(kernel_params[2]);
+  a->ptrs[0] = &a->in;
+  a->ptrs[1] = &a->out;
+  a->ptrs[2] = &a->n;
+  return a->ptrs;
+}
+
 // Each node's parameters as the driver reads them, with the arguments
 // copied into `args` (one per node, kept alive by the caller).
 std::vector<CUDA_KERNEL_NODE_PARAMS> ReadParams(const std::vector<cudaGraphNode_t>& nodes,
@@ -45,31 +57,43 @@ std::vector<CUDA_KERNEL_NODE_PARAMS> ReadParams(const std::vector<cudaGraphNode_
   args->resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     EX_CUDA(cuda().DriverGraphKernelNodeGetParams(nodes[i], &params[i]));
-    AddOneArgs& a = (*args)[i];
-    a.in = *static_cast<const float* const*>(params[i].kernelParams[0]);
-    a.out = *static_cast<float* const*>(params[i].kernelParams[1]);
-    a.n = *static_cast<const int*>(params[i].kernelParams[2]);
-    a.ptrs[0] = &a.in;
-    a.ptrs[1] = &a.out;
-    a.ptrs[2] = &a.n;
-    params[i].kernelParams = a.ptrs;
+    params[i].kernelParams = Own(params[i].kernelParams, &(*args)[i]);
     params[i].extra = nullptr;
   }
   return params;
 }
 
-}  // namespace
-
-cudaGraphExec_t CaptureChainSetOnClone(const float* in, float* out, int n, int k, cudaStream_t s) {
-  cudaGraph_t g = CaptureGraph(in, out, n, k, s);
+// A clone of `g` whose kernel nodes were given their parameters again.
+cudaGraph_t CloneWithParamsSet(cudaGraph_t g) {
   cudaGraph_t clone = nullptr;
   EX_CUDA(cudaGraphClone(&clone, g));
   const std::vector<cudaGraphNode_t> nodes = Nodes(clone);
   std::vector<AddOneArgs> args;
   std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
   for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphKernelNodeSetParams(nodes[i], &params[i]));
+  return clone;
+}
+
+// Gives each kernel node of `e` (instantiated from `g`) its parameters again.
+void SetOnExec(cudaGraph_t g, cudaGraphExec_t e) {
+  const std::vector<cudaGraphNode_t> nodes = Nodes(g);
+  std::vector<AddOneArgs> args;
+  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
+  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphExecKernelNodeSetParams(e, nodes[i], &params[i]));
+}
+
+cudaGraphExec_t Instantiate(cudaGraph_t g) {
   cudaGraphExec_t e = nullptr;
-  EX_CUDA(cudaGraphInstantiate(&e, clone, 0));
+  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
+  return e;
+}
+
+}  // namespace
+
+cudaGraphExec_t CaptureChainSetOnClone(const float* in, float* out, int n, int k, cudaStream_t s) {
+  cudaGraph_t g = CaptureGraph(in, out, n, k, s);
+  cudaGraph_t clone = CloneWithParamsSet(g);
+  const cudaGraphExec_t e = Instantiate(clone);
   EX_CUDA(cudaGraphDestroy(clone));
   EX_CUDA(cudaGraphDestroy(g));
   return e;
@@ -77,12 +101,8 @@ cudaGraphExec_t CaptureChainSetOnClone(const float* in, float* out, int n, int k
 
 cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k, cudaStream_t s) {
   cudaGraph_t g = CaptureGraph(in, out, n, k, s);
-  cudaGraphExec_t e = nullptr;
-  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
-  const std::vector<cudaGraphNode_t> nodes = Nodes(g);
-  std::vector<AddOneArgs> args;
-  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
-  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphExecKernelNodeSetParams(e, nodes[i], &params[i]));
+  const cudaGraphExec_t e = Instantiate(g);
+  SetOnExec(g, e);
   EX_CUDA(cudaGraphDestroy(g));
   return e;
 }
@@ -90,14 +110,10 @@ cudaGraphExec_t CaptureChainSetOnExec(const float* in, float* out, int n, int k,
 cudaGraphExec_t CaptureChainSetOnExecAfterLaunch(const float* in, float* out, int n, int k, cudaStream_t s,
                                                  bool wait_for_launch) {
   cudaGraph_t g = CaptureGraph(in, out, n, k, s);
-  cudaGraphExec_t e = nullptr;
-  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
+  const cudaGraphExec_t e = Instantiate(g);
   EX_CUDA(cudaGraphLaunch(e, s));
   if (wait_for_launch) EX_CUDA(cudaStreamSynchronize(s));
-  const std::vector<cudaGraphNode_t> nodes = Nodes(g);
-  std::vector<AddOneArgs> args;
-  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
-  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphExecKernelNodeSetParams(e, nodes[i], &params[i]));
+  SetOnExec(g, e);
   EX_CUDA(cudaStreamSynchronize(s));
   EX_CUDA(cudaGraphDestroy(g));
   return e;
@@ -112,19 +128,12 @@ cudaGraphExec_t CaptureChainSetOnExecUploaded(const float* in, float* out, int n
 
 cudaGraphExec_t CaptureChainSetOnExecRuntime(const float* in, float* out, int n, int k, cudaStream_t s) {
   cudaGraph_t g = CaptureGraph(in, out, n, k, s);
-  cudaGraphExec_t e = nullptr;
-  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
+  const cudaGraphExec_t e = Instantiate(g);
   for (cudaGraphNode_t node : Nodes(g)) {
     cudaKernelNodeParams p{};
     EX_CUDA(cudaGraphKernelNodeGetParams(node, &p));
     AddOneArgs a;
-    a.in = *static_cast<const float* const*>(p.kernelParams[0]);
-    a.out = *static_cast<float* const*>(p.kernelParams[1]);
-    a.n = *static_cast<const int*>(p.kernelParams[2]);
-    a.ptrs[0] = &a.in;
-    a.ptrs[1] = &a.out;
-    a.ptrs[2] = &a.n;
-    p.kernelParams = a.ptrs;
+    p.kernelParams = Own(p.kernelParams, &a);
     p.extra = nullptr;
     EX_CUDA(cudaGraphExecKernelNodeSetParams(e, node, &p));
   }
@@ -134,14 +143,8 @@ cudaGraphExec_t CaptureChainSetOnExecRuntime(const float* in, float* out, int n,
 
 cudaGraphExec_t CaptureChainUpdatedFromClone(const float* in, float* out, int n, int k, cudaStream_t s) {
   cudaGraph_t g = CaptureGraph(in, out, n, k, s);
-  cudaGraphExec_t e = nullptr;
-  EX_CUDA(cudaGraphInstantiate(&e, g, 0));
-  cudaGraph_t clone = nullptr;
-  EX_CUDA(cudaGraphClone(&clone, g));
-  const std::vector<cudaGraphNode_t> nodes = Nodes(clone);
-  std::vector<AddOneArgs> args;
-  std::vector<CUDA_KERNEL_NODE_PARAMS> params = ReadParams(nodes, &args);
-  for (size_t i = 0; i < nodes.size(); ++i) EX_CUDA(cuda().DriverGraphKernelNodeSetParams(nodes[i], &params[i]));
+  const cudaGraphExec_t e = Instantiate(g);
+  cudaGraph_t clone = CloneWithParamsSet(g);
   cudaGraphExecUpdateResultInfo info{};
   EX_CUDA(cudaGraphExecUpdate(e, clone, &info));
   EX_CUDA(cudaGraphDestroy(clone));

@@ -157,69 +157,47 @@ int main(int argc, char** argv) {
   const cudaGraphExec_t second = encore::bench::CaptureChain(out, out, kN, k, s);
   encore::TensorRef tin = encore::examples::Floats(in, {kN});
   encore::TensorRef t_out = encore::examples::Floats(out, {kN});
-  auto floor = [&](int) {
-    CK(cudaGraphLaunch(first, s));
-    CK(EagerWork(out, s));
-    CK(cudaGraphLaunch(second, s));
+  // Two graphs around the eager stage's work on `dst`; `bumps`, when given,
+  // counts the launches of a second graph ending in the counter kernel.
+  auto floor_on = [&](cudaGraphExec_t a, float* dst, cudaGraphExec_t b, long* bumps = nullptr) {
+    return [&, a, dst, b, bumps](int) {
+      CK(cudaGraphLaunch(a, s));
+      CK(EagerWork(dst, s));
+      CK(cudaGraphLaunch(b, s));
+      if (bumps != nullptr) ++*bumps;
+    };
   };
+  auto floor = floor_on(first, out, second);
   // The same with each graph ending in an event record node (encore's
   // completion record): what that node costs.
   cudaEvent_t ev;
   CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   const cudaGraphExec_t first_rec = encore::bench::CaptureChain(in, out, kN, k, s, ev);
   const cudaGraphExec_t second_rec = encore::bench::CaptureChain(out, out, kN, k, s, ev);
-  auto floor_rec = [&](int) {
-    CK(cudaGraphLaunch(first_rec, s));
-    CK(EagerWork(out, s));
-    CK(cudaGraphLaunch(second_rec, s));
-  };
   // The floor with `last` as its second graph: only that one ends in a
   // mark, as encore's last piece does (the earlier piece's end is covered
-  // by it); `bumps`, when given, counts the launches of a graph ending in
-  // the counter kernel.
-  auto floor_ending_in = [&](cudaGraphExec_t last, long* bumps = nullptr) {
-    return [&, last, bumps](int) {
-      CK(cudaGraphLaunch(first, s));
-      CK(EagerWork(out, s));
-      CK(cudaGraphLaunch(last, s));
-      if (bumps != nullptr) ++*bumps;
-    };
-  };
+  // by it).
+  auto floor_ending_in = [&](cudaGraphExec_t last, long* bumps = nullptr) { return floor_on(first, out, last, bumps); };
   encore::bench::CompletionMarks marks = encore::bench::MakeCompletionMarks(out, kN, k, s, ev);
   // The floor on the next 4 KiB of the same allocation, and on one
   // cudaMalloc'd after everything else.
   const cudaGraphExec_t first_other = encore::bench::CaptureChain(in, out_other, kN, k, s);
   const cudaGraphExec_t second_other = encore::bench::CaptureChain(out_other, out_other, kN, k, s);
   // The floor's graphs with their parameters written back as encore's
-  // direct form writes them: set on a clone before instantiating, or on the
-  // executable.
-  const cudaGraphExec_t first_clone = encore::bench::CaptureChainSetOnClone(in, out, kN, k, s);
-  const cudaGraphExec_t second_clone = encore::bench::CaptureChainSetOnClone(out, out, kN, k, s);
-  const cudaGraphExec_t first_exec = encore::bench::CaptureChainSetOnExec(in, out, kN, k, s);
-  const cudaGraphExec_t second_exec = encore::bench::CaptureChainSetOnExec(out, out, kN, k, s);
-  const cudaGraphExec_t first_idle = encore::bench::CaptureChainSetOnExecAfterLaunch(in, out, kN, k, s, true);
-  const cudaGraphExec_t second_idle = encore::bench::CaptureChainSetOnExecAfterLaunch(out, out, kN, k, s, true);
-  const cudaGraphExec_t first_busy = encore::bench::CaptureChainSetOnExecAfterLaunch(in, out, kN, k, s, false);
-  const cudaGraphExec_t second_busy = encore::bench::CaptureChainSetOnExecAfterLaunch(out, out, kN, k, s, false);
-  const cudaGraphExec_t first_up = encore::bench::CaptureChainSetOnExecUploaded(in, out, kN, k, s);
-  const cudaGraphExec_t second_up = encore::bench::CaptureChainSetOnExecUploaded(out, out, kN, k, s);
-  const cudaGraphExec_t first_rt = encore::bench::CaptureChainSetOnExecRuntime(in, out, kN, k, s);
-  const cudaGraphExec_t second_rt = encore::bench::CaptureChainSetOnExecRuntime(out, out, kN, k, s);
-  const cudaGraphExec_t first_upd = encore::bench::CaptureChainUpdatedFromClone(in, out, kN, k, s);
-  const cudaGraphExec_t second_upd = encore::bench::CaptureChainUpdatedFromClone(out, out, kN, k, s);
+  // direct form writes them (bench/exec_forms), made by `make`.
+  auto floor_made_by = [&](auto make) { return floor_on(make(in, out, kN, k, s), out, make(out, out, kN, k, s)); };
+  auto after_launch = [](const float* a, float* b, int n, int kk, cudaStream_t st) {
+    return encore::bench::CaptureChainSetOnExecAfterLaunch(a, b, n, kk, st, /*wait_for_launch=*/true);
+  };
+  auto in_launch = [](const float* a, float* b, int n, int kk, cudaStream_t st) {
+    return encore::bench::CaptureChainSetOnExecAfterLaunch(a, b, n, kk, st, /*wait_for_launch=*/false);
+  };
   float* out_late = nullptr;
   CK(cudaMalloc(&out_late, kBytes));
   const cudaGraphExec_t first_late = encore::bench::CaptureChain(in, out_late, kN, k, s);
   const cudaGraphExec_t second_late = encore::bench::CaptureChain(out_late, out_late, kN, k, s);
-  auto floor_on = [&](cudaGraphExec_t a, float* dst, cudaGraphExec_t b) {
-    return [&, a, dst, b](int) {
-      CK(cudaGraphLaunch(a, s));
-      CK(EagerWork(dst, s));
-      CK(cudaGraphLaunch(b, s));
-    };
-  };
-  if (marks.bump_last == nullptr) {
-    std::fprintf(stderr, "stages_micro: the counter kernel could not be captured\n");
+  if (marks.bump_last == nullptr || marks.added_record_last == nullptr || marks.added_bump_last == nullptr) {
+    std::fprintf(stderr, "stages_micro: a completion mark's graph could not be captured\n");
     return 1;
   }
   if (profile > 0) {
@@ -234,7 +212,7 @@ int main(int argc, char** argv) {
   }
   encore::bench::Variants v = {
       {"floor", floor},
-      {"floor + record nodes", floor_rec},
+      {"floor + record nodes", floor_on(first_rec, out, second_rec)},
       {"floor + last record node", floor_ending_in(second_rec)},
       {"floor + last counter kernel", floor_ending_in(marks.bump_last, &marks.bumps)},
       {"floor + added record node", floor_ending_in(marks.added_record_last)},
@@ -246,13 +224,13 @@ int main(int argc, char** argv) {
          floor(i);
          CK(cudaEventRecord(ev, s));  // the alternative: one record per call from the host
        }},
-      {"floor, params set on clones", floor_on(first_clone, out, second_clone)},
-      {"floor, params set on execs", floor_on(first_exec, out, second_exec)},
-      {"floor, set on execs, uploaded", floor_on(first_up, out, second_up)},
-      {"floor, set on execs after a launch", floor_on(first_idle, out, second_idle)},
-      {"floor, set on execs in a launch", floor_on(first_busy, out, second_busy)},
-      {"floor, set on execs (runtime)", floor_on(first_rt, out, second_rt)},
-      {"floor, execs updated whole", floor_on(first_upd, out, second_upd)},
+      {"floor, params set on clones", floor_made_by(encore::bench::CaptureChainSetOnClone)},
+      {"floor, params set on execs", floor_made_by(encore::bench::CaptureChainSetOnExec)},
+      {"floor, set on execs, uploaded", floor_made_by(encore::bench::CaptureChainSetOnExecUploaded)},
+      {"floor, set on execs after a launch", floor_made_by(after_launch)},
+      {"floor, set on execs in a launch", floor_made_by(in_launch)},
+      {"floor, set on execs (runtime)", floor_made_by(encore::bench::CaptureChainSetOnExecRuntime)},
+      {"floor, execs updated whole", floor_made_by(encore::bench::CaptureChainUpdatedFromClone)},
       {"floor on another buffer", floor_on(first_other, out_other, second_other)},
       {"floor on a late cudaMalloc", floor_on(first_late, out_late, second_late)},
       {"encore stages", [&](int) { EX_OK(stages->Run({&tin, 1}, {&t_out, 1}, s)); }},
