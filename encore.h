@@ -12,6 +12,7 @@
 #include "encore/graph/method.h"
 #include "encore/graph/method_report.h"
 #include "encore/policy/method_flags.h"
+#include "encore/policy/method_flags_text.h"
 #include "encore/shims/masked_copy.h"
 #include "encore/shims/philox.h"
 #include "encore/shims/read_scalar.h"

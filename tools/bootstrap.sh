@@ -14,6 +14,10 @@
 # With --cmake, also what the CMake build needs:
 #   cmake            CMake 3.25 (find_package(CUDAToolkit), spdlog's and
 #                    GoogleTest's CMake packages come with the -dev packages)
+# With --python, also what the Python package's build and tests need
+# (tools/python_tests.sh; nanobind, scikit-build-core and pytest come from
+# PyPI into a virtual environment):
+#   cmake, python3-venv (python3 -m venv with pip), python3-dev (Python.h)
 # <multiarch> is this machine's Debian triplet (x86_64-linux-gnu,
 # aarch64-linux-gnu, ...). Not from apt: the CUDA toolkit (nvcc, cuda_runtime.h,
 # cudart), found at $CUDA_PATH or /usr/local/cuda. This script checks for it and
@@ -33,10 +37,12 @@ if [[ "${ENCORE_SKIP_BOOTSTRAP:-0}" == 1 ]]; then
 fi
 
 with_cmake=0
+with_python=0
 for arg in "$@"; do
   case "$arg" in
     --cmake) with_cmake=1 ;;
-    *) die "unknown argument '$arg' (tools/bootstrap.sh [--cmake])" ;;
+    --python) with_cmake=1 with_python=1 ;;
+    *) die "unknown argument '$arg' (tools/bootstrap.sh [--cmake] [--python])" ;;
   esac
 done
 
@@ -59,11 +65,16 @@ REQUIREMENTS=(
 if ((with_cmake)); then
   REQUIREMENTS+=("cmake|cmake|CMake, for the CMake build (CMakeLists.txt)")
 fi
+if ((with_python)); then
+  REQUIREMENTS+=("python3-venv|py:import venv, ensurepip|python3 -m venv, for the Python package's tests")
+  REQUIREMENTS+=("python3-dev|py:import sysconfig, os; assert os.path.exists(sysconfig.get_paths()['include'] + '/Python.h')|Python's headers, for the Python module")
+fi
 
 present() {
   local d
   case "$1" in
     /*) [[ -e "$1" ]] ;;
+    py:*) python3 -c "${1#py:}" >/dev/null 2>&1 ;;
     lib:*)
       for d in "${lib_dirs[@]}"; do [[ -e "$d/${1#lib:}" ]] && return 0; done
       return 1 ;;
@@ -77,6 +88,7 @@ for req in "${REQUIREMENTS[@]}"; do
   if ! present "$want"; then
     missing_pkgs+=("$pkg")
     [[ "$want" == lib:* ]] && want="${want#lib:} (in ${lib_dirs[*]})"
+    [[ "$want" == py:* ]] && want="python3 able to run: ${want#py:}"
     say "missing: $want -> will install Debian package '$pkg' ($why)"
   fi
 done

@@ -35,6 +35,14 @@
 #       On the GPU machine: runs every bench binary and bench/*_bench.py
 #       script (other bench/*.py are modules those scripts import).
 #
+#   tools/gpu_suite.sh python [PYTEST_ARGS...]
+#       On the GPU machine, from the repository (not the staged copy): builds
+#       the Python package into the python3 that has PyTorch (pip install
+#       --no-build-isolation .; $ENCORE_PYTHON names another interpreter) and
+#       runs python/tests, GPU tests included; the last line is
+#       `N passed, N failed, N skipped`. Where Debian's spdlog and fmt are
+#       absent, $ENCORE_LOG_HEADERS names a folder of their headers.
+#
 # Results (XML, one log per binary) go to $OUT if set, else gpu_bin/results.
 # Works from the repository (tools/gpu_suite.sh, finds ./gpu_bin) or from the
 # staged copy alone (gpu_bin/tools/gpu_suite.sh).
@@ -398,10 +406,22 @@ do_bench() {
   ((failed == 0))
 }
 
+do_python() {
+  local repo results
+  repo="$(cd "$script_dir/.." && pwd)"
+  [[ -f "$repo/pyproject.toml" ]] || die "'python' runs from the repository (no pyproject.toml in $repo)"
+  results="${OUT:-$gpu_bin/results}"
+  mkdir -p "$results"
+  ENCORE_SKIP_BOOTSTRAP=1 ENCORE_PYTHON="${ENCORE_PYTHON:-python3}" \
+    "$repo/tools/python_tests.sh" "$results/python.xml" "$@" 2>&1 | tee "$results/python.log"
+  python3 "$repo/tools/test_summary.py" "$results/python.xml"
+}
+
 mode="${1:-}"
 (($#)) && shift
 case "$mode" in
   build) do_build "$@" ;;
+  python) do_python "$@" ;;
   run) do_run "$@" ;;
   bench) do_bench "$@" ;;
   -h | --help | help) usage ;;

@@ -34,6 +34,7 @@ set(ENCORE_CPU_TESTS
   policy/flag_table_test
   policy/learned_buckets_test
   policy/method_flags_test
+  policy/method_flags_text_test
   policy/method_votes_test
   policy/pad_policy_test
   policy/rank_consensus_test

@@ -1,0 +1,238 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What runs inside encore when a method's function runs: on warmups, on the
+capture, on eager calls and verification re-runs, never on a replay.
+
+During a capture the function runs on a private stream of the method,
+joined to the capture stream (so PyTorch's per-stream cuBLAS workspace of
+the graph is never one that eager work uses), with PyTorch's caching
+allocator sending this thread's allocations to a pool the method keeps for
+its graphs. Its results are copied into the outputs encore hands the call,
+which the graph's nodes are bound to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from . import _context
+from ._errors import code_value
+from ._torch import is_capture_refusal, is_rng_refusal
+from ._tree import flatten, unflatten
+
+EAGER, WARMUP, CAPTURE = 0, 1, 2
+
+
+class OutSpec:
+    """The results of one call signature, learned from a run of the body."""
+
+    __slots__ = ("nodes", "leaves", "out", "static", "kept", "unstable")
+
+    def __init__(self, nodes, leaves, out):
+        self.nodes = nodes        # the results' structure and non-tensor values
+        self.leaves = leaves      # the non-tensor values themselves
+        self.out = out            # (shape, dtype) of each result tensor
+        self.static = None        # results kept from a capture with no outputs
+        self.kept = None          # outputs=reuse: the outputs handed every call
+        self.unstable = False     # two runs returned different structures
+
+
+class CallState:
+    """One call in flight: what the body needs and what it leaves."""
+
+    __slots__ = ("args", "kwargs", "tensors", "nodes", "sig", "outputs", "spec", "exc", "ran_kind",
+                 "direct", "result_nodes", "leaves")
+
+    def __init__(self, args, kwargs, tensors, nodes, sig, outputs, spec):
+        self.args, self.kwargs, self.tensors, self.nodes = args, kwargs, tensors, nodes
+        self.sig, self.outputs, self.spec = sig, outputs, spec
+        self.exc = None          # the exception the body's last run raised
+        self.ran_kind = None     # the kind of the body's last run, None on a replay
+        self.direct = None       # results to return as they are
+        self.result_nodes = None
+        self.leaves = None
+
+
+class _Refusal(Exception):
+    """A capture the method must not make; the call runs eagerly."""
+
+
+class Body:
+    def __init__(self, method, fn, stages):
+        self._m = method
+        self._fn = fn
+        self._stages = stages
+        self._pools: dict = {}
+        self._side: dict = {}
+        self._outer = None
+
+    def reset(self) -> None:
+        self._pools.clear()
+
+    def stage_tuples(self):
+        raise NotImplementedError("stages are made by encore.method(stages=...)")
+
+    def run_stages_eagerly(self, args, kwargs):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------------
+    def run(self, call):
+        """encore's body: None, or (code, message, refusal)."""
+        state = self._m._state
+        kind = call.kind
+        state.ran_kind = kind
+        try:
+            self._run(call, state, kind)
+            return None
+        except _Refusal as e:
+            return (code_value("FAILED_PRECONDITION"), str(e), True)
+        except BaseException as e:  # noqa: BLE001 - handed to encore, raised by the eager run
+            state.exc = e
+            if kind == CAPTURE and is_rng_refusal(e):
+                return (code_value("FAILED_PRECONDITION"),
+                        "rng: PyTorch's random operations would draw the same numbers on every replay, "
+                        f"so the method runs eagerly ({type(e).__name__}: {e})", True)
+            return (code_value("INTERNAL"), f"{type(e).__name__}: {e}",
+                    kind == CAPTURE and is_capture_refusal(e))
+
+    def _run(self, call, state, kind):
+        torch = self._m._torch
+        views = self._input_views(call, state)
+        args, kwargs = unflatten((("tuple", 2),) + state.nodes, views, self._leaves(state))
+        before = [v._version for v in views]
+        with self._on_stream(call, kind):
+            _context.push(call)
+            try:
+                result = self._fn(*args, **kwargs)
+            finally:
+                _context.pop()
+            tensors, nodes, leaves = [], [], []
+            flatten(result, torch.Tensor, tensors, nodes, leaves)
+            nodes = tuple(nodes)
+            wrote = [i for i, v in enumerate(views) if v._version != before[i]]
+            if kind == CAPTURE:
+                self._check_capture(state, wrote, nodes)
+            self._deliver(call, state, kind, result, tensors, nodes, leaves, views)
+        if kind != CAPTURE:
+            self._learn(state, tensors, nodes, leaves, wrote)
+
+    def _leaves(self, state):
+        leaves = []
+        flatten(state.args, self._m._torch.Tensor, [], [], leaves)
+        flatten(state.kwargs, self._m._torch.Tensor, [], [], leaves)
+        return leaves
+
+    def _input_views(self, call, state):
+        """The caller's own tensors where encore hands them unchanged, else
+        views of encore's buffers (the static inputs of a capture, a
+        verification's snapshots)."""
+        views = []
+        for i, t in enumerate(state.tensors):
+            ptr, shape, strides = call.input_info(i)
+            if ptr == t.data_ptr() and shape == tuple(t.shape) and strides == t.stride():
+                views.append(t)
+            else:
+                views.append(call.input_view(i))
+        return views
+
+    @contextlib.contextmanager
+    def _on_stream(self, call, kind):
+        torch = self._m._torch
+        device = call.device
+        current = torch._C._cuda_getCurrentRawStream(device)
+        outer = (torch.cuda.current_stream(device) if call.stream == current
+                 else torch.cuda.ExternalStream(call.stream, device=device))
+        self._outer = outer
+        if kind == EAGER:
+            with torch.cuda.stream(outer):
+                yield
+            return
+        side = self._side.get(device)
+        if side is None:
+            side = self._side[device] = torch.cuda.Stream(device=device)
+        side.wait_stream(outer)
+        try:
+            with torch.cuda.stream(side):
+                if kind == CAPTURE:
+                    with torch.cuda.use_mem_pool(self._pool(device)):
+                        yield
+                else:
+                    yield
+        finally:
+            outer.wait_stream(side)
+
+    def _pool(self, device):
+        pool = self._pools.get(device)
+        if pool is None:
+            pool = self._pools[device] = self._m._torch.cuda.MemPool()
+        return pool
+
+    def _check_capture(self, state, wrote, nodes):
+        m = self._m
+        if wrote or m._writes_inputs:
+            which = wrote[0] if wrote else "an input"
+            raise _Refusal(f"writes_input: the function writes input {which} in place; a graph would write "
+                           "encore's copy, not the caller's tensor, so the method runs eagerly")
+        spec = m._specs.get(state.sig)
+        if spec is not None and (spec.unstable or spec.nodes != nodes):
+            raise _Refusal("results: the capture returned another structure or other non-tensor values "
+                           "than the warmups, which a replay (which does not run the function) would repeat")
+        m._graph_nodes = state.nodes
+
+    def _deliver(self, call, state, kind, result, tensors, nodes, leaves, views):
+        n = call.num_outputs
+        if n and n == len(tensors) and all(
+                tuple(r.shape) == call.output_info(i)[1] and r.dtype == state.outputs[i].dtype
+                for i, r in enumerate(tensors)):
+            for i, r in enumerate(tensors):
+                out = state.outputs[i]
+                if call.output_info(i)[0] != out.data_ptr():
+                    out = call.output_view(i)
+                out.copy_(r)
+            state.result_nodes, state.leaves = nodes, leaves
+            if kind == CAPTURE:
+                self._m._last_spec = self._m._specs.get(state.sig)
+            return
+        if kind == CAPTURE:
+            if n:
+                raise _Refusal("results: the capture's results differ in count, shape or dtype from the "
+                               "warmups'")
+            self._keep_static(state, tensors, nodes, leaves)
+            return
+        if kind == WARMUP:  # made on the method's stream, used on the caller's
+            for t in tensors:
+                t.record_stream(self._outer)
+        state.direct = self._unshared(result, tensors, nodes, leaves, views)
+
+    def _keep_static(self, state, tensors, nodes, leaves):
+        """A capture with no outputs to fill (no warmup told their shapes):
+        the graph writes copies of its results into the method's pool, and
+        each replay returns those (cloned, unless outputs=reuse)."""
+        spec = OutSpec(nodes, leaves, [(tuple(t.shape), t.dtype) for t in tensors])
+        spec.static = [t.clone() for t in tensors]
+        self._m._specs[state.sig] = spec
+        self._m._last_spec = spec
+        state.spec = spec
+
+    def _unshared(self, result, tensors, nodes, leaves, views):
+        """The function's results, with any that share an input's memory
+        copied, so results never alias the caller's tensors."""
+        if not tensors:
+            return result
+        ptrs = {v.untyped_storage().data_ptr() for v in views if v.numel()}
+        if not any(t.numel() and t.untyped_storage().data_ptr() in ptrs for t in tensors):
+            return result
+        fixed = [t.clone() if t.numel() and t.untyped_storage().data_ptr() in ptrs else t for t in tensors]
+        return unflatten(nodes, fixed, leaves)
+
+    def _learn(self, state, tensors, nodes, leaves, wrote):
+        m = self._m
+        if wrote:
+            m._writes_inputs = True
+        if any(t.requires_grad for t in tensors) and m._torch.is_grad_enabled():
+            m._result_grad = True
+        out = [(tuple(t.shape), t.dtype) for t in tensors]
+        spec = m._specs.get(state.sig)
+        if spec is None:
+            m._specs[state.sig] = OutSpec(nodes, leaves, out)
+        elif spec.static is None and (spec.nodes != nodes or spec.out != out):
+            spec.unstable = True

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The method body running on this thread, and encore.check."""
+
+from __future__ import annotations
+
+import threading
+
+from ._errors import FailedPreconditionError, InvalidArgumentError, error_for
+
+_local = threading.local()
+
+
+def push(call) -> None:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(call)
+
+
+def pop() -> None:
+    _local.stack.pop()
+
+
+def current():
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def check(cond, message: str) -> None:
+    """A device-side check of a bool tensor, with no host sync and no
+    poisoned context: inside a method, a false ``cond`` makes the method's
+    next call raise :class:`encore.FailedPreconditionError` naming the
+    method, ``message`` and the call (``checks=trap`` traps instead,
+    ``checks=off`` checks nothing). Outside a method it reads ``cond`` on
+    the host and raises at once."""
+    from ._torch import torch_module
+    torch = torch_module("encore.check")
+    if not isinstance(cond, torch.Tensor) or cond.dtype != torch.bool or cond.numel() != 1:
+        raise InvalidArgumentError(
+            f"encore.check: cond must be a bool tensor of one element, got {_describe(cond)}")
+    call = current()
+    if call is None:
+        if not bool(cond):
+            raise FailedPreconditionError(f"encore.check failed: {message}")
+        return
+    if not cond.is_cuda:
+        raise InvalidArgumentError("encore.check: cond is a host tensor; inside a method it must be on the GPU")
+    result = call.check(cond.data_ptr(), message)
+    if result is not None:
+        raise error_for(result[0], result[1])
+
+
+def _describe(x) -> str:
+    dtype = getattr(x, "dtype", None)
+    shape = getattr(x, "shape", None)
+    return f"{type(x).__name__}" + (f" of dtype {dtype} and shape {tuple(shape)}" if dtype is not None else "")

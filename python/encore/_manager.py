@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: Apache-2.0
+"""encore.Manager and encore.method."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from . import _encore
+from ._errors import InvalidArgumentError, error_for
+from ._flags import split_manager_text
+from ._log import python_sink
+
+
+class Manager:
+    """Registers methods and holds their flags.
+
+    ``flags`` is the C++ flags text (``"decode:warmup=2;*:binding=direct"``,
+    ``*`` for every method); None reads ``ENCORE_METHOD_FLAGS``.
+    ``graph_memory_budget`` caps the bytes of graph memory of all methods
+    (None: no cap).
+    """
+
+    def __init__(self, flags: str | None = None, graph_memory_budget: int | None = None):
+        source = "flags"
+        if flags is None:
+            flags = os.environ.get("ENCORE_METHOD_FLAGS", "")
+            source = "ENCORE_METHOD_FLAGS"
+        cxx_text, self._py_flags = split_manager_text(flags)
+        emit, level = python_sink()
+        budget = int(graph_memory_budget or 0)
+        if budget < 0:
+            raise InvalidArgumentError(f"graph_memory_budget is {budget}, must be >= 0 (None: no budget)")
+        # ";" and not "": an empty text would make the C++ Manager read the
+        # environment, whose Python-only flags it does not know.
+        made = _encore.Manager.create(cxx_text if cxx_text.strip() else ";", budget, emit, level)
+        if isinstance(made, tuple):
+            raise error_for(made[0], made[1].replace("flags_text:", source + ":", 1))
+        self._cxx = made
+        self._methods: dict = {}
+        self._lock = threading.Lock()
+        self._rename = False
+
+    def method(self, fn=None, *, name=None, constants=None, flags=None, stages=None):
+        """A method of this manager: see :func:`encore.method`."""
+        return _make(self, fn, name=name, constants=constants, flags=flags, stages=stages)
+
+    def _register(self, fn, name, constants, flags, stages):
+        from ._method import Method
+        with self._lock:
+            if name in self._methods:
+                if not self._rename:
+                    raise InvalidArgumentError(f"Register: a method named '{name}' is already registered")
+                base, n = name, 2
+                while f"{base}#{n}" in self._methods:
+                    n += 1
+                name = f"{base}#{n}"
+            m = Method(self, fn, name, constants, flags, stages)
+            self._methods[name] = m
+            return m
+
+    def report(self) -> dict:
+        """Every method's report, by name."""
+        return {name: m.report() for name, m in sorted(self._methods.items())}
+
+    def report_json(self) -> str:
+        """The C++ Manager::ReportJson() text."""
+        return self._cxx.report_json()
+
+
+_default: list = []
+_default_lock = threading.Lock()
+
+
+def default_manager() -> Manager:
+    """The process-wide manager of encore.method: flags from
+    ENCORE_METHOD_FLAGS; a second method of one name is named `name#2`."""
+    with _default_lock:
+        if not _default:
+            m = Manager()
+            m._rename = True
+            _default.append(m)
+        return _default[0]
+
+
+def _make(manager, fn, *, name, constants, flags, stages):
+    if fn is not None and stages is not None:
+        raise InvalidArgumentError("encore.method: give fn or stages, not both")
+    if fn is None and stages is None:
+        def decorate(f):
+            return _make(manager, f, name=name, constants=constants, flags=flags, stages=None)
+        return decorate
+    if fn is not None and not callable(fn):
+        raise InvalidArgumentError(f"encore.method: fn is a {type(fn).__name__}, not a callable")
+    if name is None:
+        first = fn if fn is not None else stages[0]
+        name = getattr(first, "__qualname__", None) or getattr(first, "__name__", None) or type(first).__name__
+    return (manager or default_manager())._register(fn, name, constants, flags, stages)
+
+
+def method(fn=None, *, name=None, constants=None, flags=None, manager=None, stages=None):
+    """Wraps a function of tensors as an encore method: ``encore.method(fn)``,
+    ``@encore.method`` or ``@encore.method(name=..., constants=..., flags=...)``.
+
+    The method runs ``fn`` for its warmup calls, captures it into a CUDA
+    graph, and replays the graph after that, bound to the caller's tensors
+    where they lie. ``constants`` lists the modules (parameters read-only,
+    buffers not), tensors and dicts of tensors ``fn`` reads or writes besides
+    its arguments. ``flags`` is this method's flags text without its name
+    (``"warmup=2,on_new_shape=recapture,outputs=reuse"``).
+    """
+    return _make(manager, fn, name=name, constants=constants, flags=flags, stages=stages)

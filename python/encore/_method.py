@@ -1,0 +1,250 @@
+# SPDX-License-Identifier: Apache-2.0
+"""encore.Method: a Python function of tensors as an encore method.
+
+Every CUDA tensor among the arguments is an input, bound where it lies;
+everything else is part of the call's signature. A call goes to the C++
+method (warmups, capture, replays, refusals); the function itself runs only
+in the body encore calls (python/encore/_body.py), never on a replay.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+import weakref
+
+from ._body import Body, CallState
+from ._constants import ConstantList, generation, install_watch
+from ._errors import InvalidArgumentError, error_for
+from ._flags import resolve, split_method_text
+from ._log import logger
+from ._torch import current_device_and_stream, require_gpu, torch_module
+from ._tree import describe_difference, flatten, leaf_paths, unflatten
+
+
+def _weak_run(body):
+    """The body's run for encore to call, holding the body weakly: encore's
+    Manager (a C++ object the garbage collector cannot see into) must not
+    keep its own Python owner alive through a cycle."""
+    ref = weakref.ref(body)
+
+    def run(call):
+        b = ref()
+        if b is None:
+            return (13, "the Python method was garbage-collected", False)
+        return b.run(call)
+
+    return run
+
+
+def _positional_names(fn) -> list:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+class Method:
+    """A method made by :func:`encore.method` or :meth:`encore.Manager.method`.
+
+    Call it with the function's own arguments; it returns what the function
+    returns. ``report()``, ``release()`` and ``name`` as in C++.
+    """
+
+    def __init__(self, manager, fn, name, constants, flags, stages=None):
+        torch = torch_module("encore.method")
+        self._torch = torch
+        self._fn = fn
+        self.name = name
+        cxx_text, py_flags = split_method_text(flags or "")
+        self._reuse = resolve(name, py_flags, manager._py_flags)["outputs"] == "reuse"
+        self._consts = None if constants is None else ConstantList(torch, constants)
+        if self._consts is not None:
+            install_watch(torch)
+            self._generation = generation[0]
+        self._params = _positional_names(fn if fn is not None else stages[0])
+        self._lock = threading.RLock()
+        self._py_eager: dict = {}
+        self._state = None
+        self._ready = False
+        self._body = Body(self, fn, stages)
+        entries = None if self._consts is None else self._consts.entries
+        made = manager._cxx.register_method(name, _weak_run(self._body) if fn is not None else None,
+                                            self._body.stage_tuples() if stages is not None else None,
+                                            entries, cxx_text or None)
+        if isinstance(made, tuple):
+            raise error_for(made[0], made[1])
+        self._cm = made
+        self._manager = manager
+        self._on_new_shape = json.loads(made.report_json())["flags"]["on_new_shape"]
+        self._reset_python_state()
+
+    def _reset_python_state(self) -> None:
+        self._specs: dict = {}       # call signature -> OutSpec learned from a run of the body
+        self._graph_nodes = None     # the captured graph's non-tensor arguments
+        self._last_spec = None       # the spec of the most recent capture
+        self._graphs_off = False
+        self._writes_inputs = False
+        self._result_grad = False
+        self._body.reset()
+
+    # ----------------------------------------------------------------- call --
+    def __call__(self, *args, **kwargs):
+        torch = self._torch
+        tensors, nodes = [], []
+        flatten(args, torch.Tensor, tensors, nodes)
+        flatten(kwargs, torch.Tensor, tensors, nodes)
+        nodes = tuple(nodes)
+        if not self._ready:
+            require_gpu(torch, f"method '{self.name}'")
+            self._ready = True
+        reason = self._python_eager_reason(tensors)
+        if reason is not None:
+            return self._run_eager(reason, args, kwargs)
+        with self._lock:
+            if self._consts is not None and generation[0] != self._generation:
+                self._constants_moved()
+            if self._graph_nodes is not None and nodes != self._graph_nodes:
+                if self._other_arguments(args, kwargs, nodes):
+                    return self._run_eager("new_shape", args, kwargs)
+            return self._run(args, kwargs, tensors, nodes)
+
+    def _python_eager_reason(self, tensors):
+        torch = self._torch
+        for t in tensors:
+            if not t.is_cuda:
+                return "host_input"
+        if torch.is_grad_enabled():
+            if self._result_grad or any(t.requires_grad for t in tensors) or (
+                    self._consts is not None and self._consts.requires_grad):
+                return "autograd"
+        return None
+
+    def _run(self, args, kwargs, tensors, nodes):
+        torch = self._torch
+        device, stream = current_device_and_stream(torch)
+        sig = (nodes, tuple(t.shape for t in tensors), tuple(t.dtype for t in tensors))
+        spec = self._specs.get(sig)
+        outputs = self._outputs_for(spec, device)
+        state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
+        previous, self._state = self._state, state
+        try:
+            err = self._cm.run(tensors, outputs, stream)
+        finally:
+            self._state = previous
+        if err is not None:
+            if state.exc is not None:
+                raise state.exc
+            if len(err) > 2:  # a tensor encore cannot bind: the call runs as PyTorch would
+                logger.info("event=eager method=%s reason=unsupported_tensor detail=%r", self.name, err[1])
+                return self._run_eager("unsupported_tensor", args, kwargs)
+            raise error_for(err[0], err[1])
+        if state.ran_kind == 0 and not self._graphs_off:
+            self._graphs_off = json.loads(self._cm.report_json())["phase"] == "eager"
+        return self._results(state)
+
+    def _outputs_for(self, spec, device):
+        """The output tensors this call hands encore: new ones (or the kept
+        ones with outputs=reuse) shaped as the signature's results; none
+        while they are unknown or graphs are off."""
+        if self._graphs_off:
+            return ()
+        if spec is None:
+            spec = self._last_spec if self._on_new_shape in ("refuse", "eager") else None
+            if spec is None:
+                return ()
+        if spec.static is not None or not spec.out:
+            return ()
+        if self._reuse:
+            if spec.kept is None:
+                spec.kept = [self._torch.empty(s, dtype=d, device=device) for s, d in spec.out]
+            return spec.kept
+        empty = self._torch.empty
+        return [empty(s, dtype=d, device=device) for s, d in spec.out]
+
+    def _results(self, state):
+        if state.direct is not None:  # the body's own results (eager, no outputs to fill)
+            return state.direct
+        spec = state.spec if state.spec is not None else self._specs.get(state.sig)
+        if spec is None:
+            raise InvalidArgumentError(f"method '{self.name}': no results were recorded for this call")
+        if spec.static is not None:
+            tensors = spec.static if self._reuse else [t.clone() for t in spec.static]
+            return unflatten(spec.nodes, tensors, spec.leaves)
+        if state.leaves is not None:
+            return unflatten(state.result_nodes, state.outputs, state.leaves)
+        return unflatten(spec.nodes, state.outputs, spec.leaves)
+
+    # ------------------------------------------------- other arguments ------
+    def _other_arguments(self, args, kwargs, nodes) -> bool:
+        """A call whose non-tensor arguments differ from the graph's: raises
+        (refuse), says to run it eagerly (eager), or drops the graphs so the
+        method captures again for them (recapture)."""
+        policy = self._on_new_shape
+        if policy in ("eager", "pad"):
+            return True
+        if policy == "recapture":
+            logger.info("event=recapture method=%s reason=non_tensor_arguments", self.name)
+            self._release_locked()
+            return False
+        paths = leaf_paths(args, kwargs, self._params, self._torch.Tensor)
+        raise InvalidArgumentError(
+            f"method '{self.name}': {describe_difference(paths, self._graph_nodes)}")
+
+    def _run_eager(self, reason, args, kwargs):
+        with self._lock:
+            self._py_eager[reason] = self._py_eager.get(reason, 0) + 1
+        logger.debug("event=eager method=%s reason=%s", self.name, reason)
+        return self._fn(*args, **kwargs) if self._fn is not None else self._body.run_stages_eagerly(args, kwargs)
+
+    def _constants_moved(self) -> None:
+        old = self._consts.entries
+        new = self._consts.read()
+        self._generation = generation[0]
+        if new == old:
+            return
+        moved = [e[0] for e, n in zip(old, new) if e != n] or [e[0] for e in new[len(old):]] or ["(removed)"]
+        logger.info("event=constants_moved method=%s constants=%s", self.name, ",".join(moved[:8]))
+        result = self._cm.release_constants(new)
+        if result is not None:
+            raise error_for(result[0], result[1])
+        self._reset_python_state()
+
+    # ------------------------------------------------------------ public -----
+    def release(self) -> None:
+        """Drops the graphs, their memory and the captured shapes; the
+        method warms up again."""
+        with self._lock:
+            self._release_locked()
+
+    def _release_locked(self) -> None:
+        result = self._cm.release()
+        if result is not None:
+            raise error_for(result[0], result[1])
+        self._reset_python_state()
+
+    def report(self) -> dict:
+        """The C++ report's fields under their JSON names, with the calls the
+        Python layer ran eagerly (host_input, autograd, ...) counted in."""
+        r = json.loads(self._cm.report_json())
+        with self._lock:
+            for reason, n in self._py_eager.items():
+                r["calls"] += n
+                r["eager_calls"] += n
+                r["eager_by_reason"][reason] = r["eager_by_reason"].get(reason, 0) + n
+        r["outputs"] = "reuse" if self._reuse else "copy"
+        return r
+
+    def synchronize(self) -> None:
+        """Waits for PyTorch's current stream, then raises a failed device
+        check of this method."""
+        _device, stream = current_device_and_stream(self._torch)
+        result = self._cm.synchronize(stream)
+        if result is not None:
+            raise error_for(result[0], result[1])
+
+    def __repr__(self) -> str:
+        return f"<encore.Method '{self.name}'>"
+

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "py_call.h"
+
+#include <nanobind/stl/string.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "py_status.h"
+#include "py_tensor.h"
+
+namespace nb = nanobind;
+
+namespace encore::python {
+namespace {
+
+nb::tuple Info(const TensorRef& t) {
+  const Strides eff = t.effective_strides();
+  nb::list shape, strides;
+  for (int i = 0; i < t.shape.size(); ++i) {
+    shape.append(t.shape[i]);
+    strides.append(eff[i]);
+  }
+  return nb::make_tuple(reinterpret_cast<uintptr_t>(t.data), nb::tuple(shape), nb::tuple(strides));
+}
+
+// Drops a Python object from any thread, at any time encore lets a graph go.
+struct PyOwner {
+  explicit PyOwner(nb::object o) : obj(o.release().ptr()) {}
+  ~PyOwner() {
+    if (obj == nullptr || !Py_IsInitialized()) return;  // at exit the interpreter took it
+    nb::gil_scoped_acquire gil;
+    Py_DECREF(obj);
+  }
+  PyObject* obj;
+};
+
+}  // namespace
+
+Call& PyCall::live() const {
+  if (call_ == nullptr) throw std::runtime_error("encore: a Call is valid only while the method body runs");
+  return *call_;
+}
+
+int PyCall::kind() const { return static_cast<int>(live().kind()); }
+int64_t PyCall::index() const { return live().index(); }
+uintptr_t PyCall::stream() const { return reinterpret_cast<uintptr_t>(live().stream()); }
+std::string PyCall::stage() const { return std::string(live().stage()); }
+size_t PyCall::num_inputs() const { return live().num_inputs(); }
+size_t PyCall::num_outputs() const { return live().num_outputs(); }
+nb::tuple PyCall::input_info(size_t i) const { return Info(live().input(i)); }
+nb::tuple PyCall::output_info(size_t i) const { return Info(live().output(i)); }
+nb::object PyCall::input_view(size_t i) const { return ToTorchView(live().input(i), device_); }
+nb::object PyCall::output_view(size_t i) const { return ToTorchView(live().output(i), device_); }
+
+nb::object PyCall::check(uintptr_t cond, const std::string& message) {
+  return StatusToPython(live().Check(reinterpret_cast<const bool*>(cond), message));
+}
+
+nb::object PyCall::keep_with_graph(nb::object owner) {
+  return StatusToPython(live().KeepWithGraph(std::make_shared<PyOwner>(std::move(owner))));
+}
+
+void BindCall(nb::module_& m) {
+  nb::class_<PyCall>(m, "Call")
+      .def_prop_ro("kind", &PyCall::kind)
+      .def_prop_ro("index", &PyCall::index)
+      .def_prop_ro("stream", &PyCall::stream)
+      .def_prop_ro("device", &PyCall::device)
+      .def_prop_ro("stage", &PyCall::stage)
+      .def_prop_ro("num_inputs", &PyCall::num_inputs)
+      .def_prop_ro("num_outputs", &PyCall::num_outputs)
+      .def("input_info", &PyCall::input_info)
+      .def("output_info", &PyCall::output_info)
+      .def("input_view", &PyCall::input_view)
+      .def("output_view", &PyCall::output_view)
+      .def("check", &PyCall::check)
+      .def("keep_with_graph", &PyCall::keep_with_graph);
+}
+
+}  // namespace encore::python

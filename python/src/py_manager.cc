@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "py_manager.h"
+
+#include <nanobind/stl/string.h>
+
+#include <utility>
+#include <vector>
+
+#include "encore/policy/method_flags_text.h"
+#include "py_log.h"
+#include "py_method.h"
+#include "py_status.h"
+
+namespace nb = nanobind;
+
+namespace encore::python {
+namespace {
+
+// Manager::Create; (code, message) on a malformed flags text.
+nb::object CreateManager(const std::string& flags_text, size_t budget, nb::object emit, int level) {
+  ManagerOptions options;
+  options.flags_text = flags_text;
+  options.graph_memory_budget = budget;
+  if (!emit.is_none()) options.logger = PythonLogger(std::move(emit), level);
+  StatusOr<std::unique_ptr<Manager>> made = Manager::Create(std::move(options));
+  if (!made.ok()) return StatusToPython(made.status());
+  return nb::cast(new PyManager(*std::move(made)), nb::rv_policy::take_ownership);
+}
+
+std::vector<Stage> ToStages(nb::handle stages) {
+  std::vector<Stage> out;
+  for (nb::handle s : stages) {
+    auto t = nb::cast<nb::tuple>(s);
+    out.push_back(Stage{nb::cast<std::string>(t[0]), PythonBody(nb::borrow(t[1])), nb::cast<bool>(t[2])});
+  }
+  return out;
+}
+
+}  // namespace
+
+nb::object PyManager::register_method(const std::string& name, nb::object body, nb::object stages,
+                                      nb::object constants, nb::object flags_text) {
+  MethodSpec spec;
+  spec.name = name;
+  if (!body.is_none()) spec.fn = PythonBody(std::move(body));
+  if (!stages.is_none()) spec.stages = ToStages(stages);
+  if (!constants.is_none()) spec.constants = ToConstants(constants);
+  if (!flags_text.is_none()) {
+    StatusOr<MethodFlags> flags = ApplyMethodFlagsText(nb::cast<std::string>(flags_text), MethodFlags{});
+    if (!flags.ok()) return StatusToPython(flags.status());
+    spec.flags = *flags;
+  }
+  StatusOr<Method*> method = manager_->Register(std::move(spec));
+  if (!method.ok()) return StatusToPython(method.status());
+  return nb::cast(new PyMethod(*method, manager_), nb::rv_policy::take_ownership);
+}
+
+void BindManager(nb::module_& m) {
+  nb::class_<PyManager>(m, "Manager")
+      .def_static("create", &CreateManager, nb::arg("flags_text"), nb::arg("budget"), nb::arg("emit").none(),
+                  nb::arg("level"))
+      .def("register_method", &PyManager::register_method, nb::arg("name"), nb::arg("body").none(),
+           nb::arg("stages").none(), nb::arg("constants").none(), nb::arg("flags_text").none())
+      .def("report_json", &PyManager::report_json);
+}
+
+}  // namespace encore::python

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// encore's Manager for Python: made with a flags text, a graph-memory budget
+// and, unless the environment asks for encore's own log format, a logger
+// that forwards to Python's `logging`.
+#ifndef ENCORE_PYTHON_PY_MANAGER_H_
+#define ENCORE_PYTHON_PY_MANAGER_H_
+
+#include <nanobind/nanobind.h>
+
+#include <memory>
+#include <string>
+
+#include "encore/graph/manager.h"
+
+namespace encore::python {
+
+class PyManager {
+ public:
+  explicit PyManager(std::unique_ptr<Manager> manager) : manager_(std::move(manager)) {}
+
+  // Registers a method whose body is `body` (or whose stages are `stages`:
+  // (name, callable, eager) tuples), with `constants` ((name, data_ptr, bytes,
+  // read_only) tuples, or None: cannot be listed) and one method's flags
+  // text (None: the manager's defaults). A PyMethod or (code, message).
+  nanobind::object register_method(const std::string& name, nanobind::object body, nanobind::object stages,
+                                   nanobind::object constants, nanobind::object flags_text);
+  std::string report_json() const { return manager_->ReportJson(); }
+
+ private:
+  // Shared with every PyMethod it made: a method keeps its manager, which
+  // owns the Method, alive.
+  std::shared_ptr<Manager> manager_;
+};
+
+void BindManager(nanobind::module_& m);
+
+}  // namespace encore::python
+
+#endif  // ENCORE_PYTHON_PY_MANAGER_H_

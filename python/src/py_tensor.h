@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch tensors as encore's TensorRef, and encore's buffers as PyTorch
+// views, through PyTorch's Python API only (data_ptr, shape, stride, dtype;
+// DLPack), so the module links no libtorch.
+#ifndef ENCORE_PYTHON_PY_TENSOR_H_
+#define ENCORE_PYTHON_PY_TENSOR_H_
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+#include <vector>
+
+#include "encore/core/status.h"
+#include "encore/core/tensor.h"
+
+namespace encore::python {
+
+// PyTorch's dtype objects in DType's order (torch.float32, float16, ...),
+// given once by python/encore/_torch.py; until then no tensor converts.
+void SetTorchDTypes(nanobind::list dtypes);
+// The position of `dtype` in that list, or -1 for a dtype encore cannot bind.
+int DTypeIndex(nanobind::handle dtype);
+
+// `t` as a TensorRef: its data_ptr, shape, strides (in elements) and dtype.
+// InvalidArgument naming `what` ("method 'f': input 0") for a dtype encore
+// cannot bind or more than 8 dims.
+Status ToTensorRef(nanobind::handle t, const std::string& what, TensorRef* out);
+// Each of `tensors`, named "<method>: <role> i".
+Status ToTensorRefs(nanobind::handle tensors, const std::string& method, const char* role,
+                    std::vector<TensorRef>* out);
+
+// A PyTorch tensor viewing `t` on `device` (no copy, no ownership: valid
+// while encore keeps the buffer, which is the method body's call).
+nanobind::object ToTorchView(const TensorRef& t, int device);
+
+}  // namespace encore::python
+
+#endif  // ENCORE_PYTHON_PY_TENSOR_H_
