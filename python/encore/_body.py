@@ -16,7 +16,7 @@ import contextlib
 
 from . import _context
 from ._errors import code_value
-from ._torch import is_capture_refusal, is_rng_refusal
+from ._torch import is_capture_refusal, is_rng_refusal, view_of
 from ._tree import flatten, unflatten
 
 EAGER, WARMUP, CAPTURE = 0, 1, 2
@@ -131,7 +131,7 @@ class Body:
             if ptr == t.data_ptr() and shape == tuple(t.shape) and strides == t.stride():
                 views.append(t)
             else:
-                views.append(call.input_view(i))
+                views.append(view_of(self._m._torch, ptr, shape, strides, t.dtype, call.device))
         return views
 
     @contextlib.contextmanager
@@ -185,8 +185,9 @@ class Body:
                 for i, r in enumerate(tensors)):
             for i, r in enumerate(tensors):
                 out = state.outputs[i]
-                if call.output_info(i)[0] != out.data_ptr():
-                    out = call.output_view(i)
+                ptr, shape, strides = call.output_info(i)
+                if ptr != out.data_ptr():
+                    out = view_of(self._m._torch, ptr, shape, strides, out.dtype, call.device)
                 out.copy_(r)
             state.result_nodes, state.leaves = nodes, leaves
             if kind == CAPTURE:

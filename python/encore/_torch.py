@@ -63,6 +63,16 @@ def tensor_span_bytes(t) -> int:
     return (last + 1) * t.element_size()
 
 
+def view_of(torch, ptr: int, shape, strides, dtype, device: int):
+    """A tensor viewing encore's buffer at `ptr` (no copy, no ownership):
+    through the storage-from-pointer function PyTorch's cudagraph trees use
+    to rebuild their static tensors."""
+    size = torch.empty((), dtype=dtype).element_size()
+    numel_span = (sum((n - 1) * st for n, st in zip(shape, strides)) + 1) if all(shape) else 0
+    storage = torch._C._construct_storage_from_data_pointer(ptr, torch.device("cuda", device), numel_span * size)
+    return torch.empty((0,), dtype=dtype, device=f"cuda:{device}").set_(storage, 0, shape, strides)
+
+
 def is_rng_refusal(exc: BaseException) -> bool:
     """PyTorch's random operations inside a capture it did not begin."""
     return "generator not in capture mode" in str(exc)

@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "py_status.h"
-#include "py_tensor.h"
 
 namespace nb = nanobind;
 
@@ -50,8 +49,6 @@ size_t PyCall::num_inputs() const { return live().num_inputs(); }
 size_t PyCall::num_outputs() const { return live().num_outputs(); }
 nb::tuple PyCall::input_info(size_t i) const { return Info(live().input(i)); }
 nb::tuple PyCall::output_info(size_t i) const { return Info(live().output(i)); }
-nb::object PyCall::input_view(size_t i) const { return ToTorchView(live().input(i), device_); }
-nb::object PyCall::output_view(size_t i) const { return ToTorchView(live().output(i), device_); }
 
 nb::object PyCall::check(uintptr_t cond, const std::string& message) {
   return StatusToPython(live().Check(reinterpret_cast<const bool*>(cond), message));
@@ -72,8 +69,6 @@ void BindCall(nb::module_& m) {
       .def_prop_ro("num_outputs", &PyCall::num_outputs)
       .def("input_info", &PyCall::input_info)
       .def("output_info", &PyCall::output_info)
-      .def("input_view", &PyCall::input_view)
-      .def("output_view", &PyCall::output_view)
       .def("check", &PyCall::check)
       .def("keep_with_graph", &PyCall::keep_with_graph);
 }

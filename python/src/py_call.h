@@ -29,9 +29,6 @@ class PyCall {
   // caller's own tensors from encore's buffers by these.
   nanobind::tuple input_info(size_t i) const;
   nanobind::tuple output_info(size_t i) const;
-  // PyTorch views of input or output i (no copy).
-  nanobind::object input_view(size_t i) const;
-  nanobind::object output_view(size_t i) const;
   // Call::Check on a device bool at `cond`; None or (code, message).
   nanobind::object check(uintptr_t cond, const std::string& message);
   // Call::KeepWithGraph for a Python object.

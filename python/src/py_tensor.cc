@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "py_tensor.h"
 
-#include <nanobind/ndarray.h>
-
 #include <array>
 #include <cstdint>
 
@@ -13,19 +11,6 @@ namespace {
 
 constexpr int kDTypes = 9;  // DType's values, kFloat32 .. kBool
 std::array<PyObject*, kDTypes> g_dtypes{};
-
-// DLPack's code and bits for each DType, in DType's order.
-constexpr std::array<nb::dlpack::dtype, kDTypes> kDlpack = {{
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 32, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 64, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Int), 64, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Int), 32, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Int), 8, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt), 8, 1},
-    {static_cast<uint8_t>(nb::dlpack::dtype_code::Bool), 8, 1},
-}};
 
 // A tuple of ints (torch.Size, or stride()'s tuple) into dims.
 Status ReadDims(PyObject* tuple, const std::string& what, const char* which, Dims* out) {
@@ -92,19 +77,6 @@ Status ToTensorRefs(nb::handle tensors, const std::string& method, const char* r
     if (!s.ok()) return s;
   }
   return OkStatus();
-}
-
-nb::object ToTorchView(const TensorRef& t, int device) {
-  std::array<size_t, Dims::kMaxRank> shape{};
-  std::array<int64_t, Dims::kMaxRank> strides{};
-  const Strides eff = t.effective_strides();
-  for (int i = 0; i < t.shape.size(); ++i) {
-    shape[i] = static_cast<size_t>(t.shape[i]);
-    strides[i] = eff[i];
-  }
-  nb::ndarray<nb::pytorch> view(t.data, static_cast<size_t>(t.shape.size()), shape.data(), nb::handle(),
-                                strides.data(), kDlpack[static_cast<int>(t.dtype)], nb::device::cuda::value, device);
-  return nb::cast(view, nb::rv_policy::reference);
 }
 
 }  // namespace encore::python

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// PyTorch tensors as encore's TensorRef, and encore's buffers as PyTorch
-// views, through PyTorch's Python API only (data_ptr, shape, stride, dtype;
-// DLPack), so the module links no libtorch.
+// PyTorch tensors as encore's TensorRef, through PyTorch's Python API only
+// (data_ptr, shape, stride, dtype), so the module links no libtorch.
 #ifndef ENCORE_PYTHON_PY_TENSOR_H_
 #define ENCORE_PYTHON_PY_TENSOR_H_
 
@@ -28,10 +27,6 @@ Status ToTensorRef(nanobind::handle t, const std::string& what, TensorRef* out);
 // Each of `tensors`, named "<method>: <role> i".
 Status ToTensorRefs(nanobind::handle tensors, const std::string& method, const char* role,
                     std::vector<TensorRef>* out);
-
-// A PyTorch tensor viewing `t` on `device` (no copy, no ownership: valid
-// while encore keeps the buffer, which is the method body's call).
-nanobind::object ToTorchView(const TensorRef& t, int device);
 
 }  // namespace encore::python
 

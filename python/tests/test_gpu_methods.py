@@ -363,3 +363,22 @@ def test_private_torch_functions_encore_uses(torch_cuda):
     t.add_(1)
     assert t._version == v + 1
     assert hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool")
+    buf = torch.arange(6.0, device="cuda")
+    storage = torch._C._construct_storage_from_data_pointer(buf.data_ptr(), buf.device, 24)
+    view = torch.empty((0,), device="cuda").set_(storage, 0, (2, 3), (3, 1))
+    assert torch.equal(view, buf.view(2, 3))
+
+
+def test_many_methods_collected_while_others_run(torch_cuda):
+    # Managers and methods dropped with graphs alive, collected while a
+    # later method captures: nothing is freed twice or used after it went.
+    torch = torch_cuda
+    for round_ in range(3):
+        mgr = encore.Manager(flags="")
+        m = mgr.method(lambda x: x[1:] * 2, name=f"short_lived{round_}", flags="warmup=1")
+        for _ in range(3):
+            x = torch.arange(8.0, device="cuda")
+            assert torch.equal(m(x), x[1:] * 2)
+        del m, mgr
+        gc.collect()
+    assert torch.ones(1, device="cuda").item() == 1.0

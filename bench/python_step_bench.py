@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CPU per call of a one-op step from Python, ways taking turns in one run:
+
+  eager            x + y, launched by PyTorch
+  graph_replay     torch.cuda.CUDAGraph.replay() alone over fixed buffers
+  graph_copy       copy_ of both inputs, replay(), clone() of the output
+  encore           an encore method called with two inputs at new addresses
+                   on every call (1024 pairs, each used once per round)
+
+Each round times N calls of every way (the order rotating), syncing the
+device only at the ends; the table gives the median over rounds of CPU time
+per call (this thread's CPU clock) and of wall time per call.
+
+  python3 bench/python_step_bench.py [--n 1024] [--rounds 7] [--size 256]
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import encore
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--size", type=int, default=256)
+    a = ap.parse_args()
+    dev = "cuda"
+    xs = [torch.randn(a.size, device=dev) for _ in range(a.n)]
+    ys = [torch.randn(a.size, device=dev) for _ in range(a.n)]
+
+    def step(x, y):
+        return x + y
+
+    sx, sy = xs[0].clone(), ys[0].clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step(sx, sy)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        sout = step(sx, sy)
+    m = encore.method(step, name="python_step_bench", flags="warmup=2")
+    for i in range(8):
+        m(xs[i], ys[i])
+    torch.cuda.synchronize()
+
+    def eager():
+        for x, y in zip(xs, ys):
+            step(x, y)
+
+    def graph_replay():
+        for _ in range(a.n):
+            g.replay()
+
+    def graph_copy():
+        for x, y in zip(xs, ys):
+            sx.copy_(x)
+            sy.copy_(y)
+            g.replay()
+            sout.clone()
+
+    def encore_call():
+        for x, y in zip(xs, ys):
+            m(x, y)
+
+    ways = {"eager": eager, "graph_replay": graph_replay, "graph_copy": graph_copy, "encore": encore_call}
+    cpu = {k: [] for k in ways}
+    wall = {k: [] for k in ways}
+    names = list(ways)
+    for r in range(a.rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            torch.cuda.synchronize()
+            c0, w0 = time.thread_time_ns(), time.perf_counter_ns()
+            ways[k]()
+            c1 = time.thread_time_ns()
+            torch.cuda.synchronize()
+            w1 = time.perf_counter_ns()
+            cpu[k].append((c1 - c0) / a.n / 1000)
+            wall[k].append((w1 - w0) / a.n / 1000)
+    # The values: encore's results equal eager's.
+    for i in range(4):
+        assert torch.equal(m(xs[i], ys[i]), step(xs[i], ys[i]))
+    rep = m.report()
+    print(f"encore: binding={rep['binding']} replays={rep['replays']} captures={rep['captures']} "
+          f"exec_variants={rep['exec_variants']} eager_calls={rep['eager_calls']}")
+    base = statistics.median(cpu["graph_replay"])
+    copyb = statistics.median(cpu["graph_copy"])
+    print(f"{'way':14s} {'cpu us/call':>12s} {'wall us/call':>13s} {'x replay':>9s} {'x copy':>7s}")
+    for k in names:
+        c = statistics.median(cpu[k])
+        print(f"{k:14s} {c:12.2f} {statistics.median(wall[k]):13.2f} {c / base:9.2f} {c / copyb:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
