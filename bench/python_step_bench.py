@@ -6,6 +6,8 @@
   graph_copy       copy_ of both inputs, replay(), clone() of the output
   encore           an encore method called with two inputs at new addresses
                    on every call (1024 pairs, each used once per round)
+  encore_2pairs    the same method on two pairs taking turns (addresses
+                   that recur, as a caching allocator's do)
 
 Each round times N calls of every way (the order rotating), syncing the
 device only at the ends; the table gives the median over rounds of CPU time
@@ -70,7 +72,15 @@ def main():
         for x, y in zip(xs, ys):
             m(x, y)
 
-    ways = {"eager": eager, "graph_replay": graph_replay, "graph_copy": graph_copy, "encore": encore_call}
+    m2 = encore.method(step, name="python_step_bench_2pairs", flags="warmup=2")
+    pairs = [(xs[0], ys[0]), (xs[1], ys[1])] * (a.n // 2)
+
+    def encore_2pairs():
+        for x, y in pairs:
+            m2(x, y)
+
+    ways = {"eager": eager, "graph_replay": graph_replay, "graph_copy": graph_copy, "encore": encore_call,
+            "encore_2pairs": encore_2pairs}
     cpu = {k: [] for k in ways}
     wall = {k: [] for k in ways}
     names = list(ways)
@@ -87,6 +97,10 @@ def main():
     # The values: encore's results equal eager's.
     for i in range(4):
         assert torch.equal(m(xs[i], ys[i]), step(xs[i], ys[i]))
+    for name, meth in (("encore", m), ("encore_2pairs", m2)):
+        rep = meth.report()
+        print(f"{name}: binding={rep['binding']} ({rep['binding_reason']}) replays={rep['replays']} "
+              f"captures={rep['captures']} exec_variants={rep['exec_variants']} eager_calls={rep['eager_calls']}")
     rep = m.report()
     print(f"encore: binding={rep['binding']} replays={rep['replays']} captures={rep['captures']} "
           f"exec_variants={rep['exec_variants']} eager_calls={rep['eager_calls']}")

@@ -52,6 +52,34 @@ class CallState:
         self.leaves = None
 
 
+def _begin_allocate_to_pool(torch):
+    # PyTorch 2.8 routes the calling thread; earlier releases named it for the stream.
+    c = torch._C
+    return getattr(c, "_cuda_beginAllocateCurrentThreadToPool", None) or c._cuda_beginAllocateCurrentStreamToPool
+
+
+def _end_allocate_to_pool(torch):
+    c = torch._C
+    return getattr(c, "_cuda_endAllocateToPool", None) or c._cuda_endAllocateCurrentStreamToPool
+
+
+class PoolLease:
+    """One graph's share of a method's memory pool: dropping it tells
+    PyTorch's allocator that the graph is gone, so the pool's memory goes
+    back once no graph and no tensor uses it."""
+
+    __slots__ = ("_torch", "_device", "_pool")
+
+    def __init__(self, torch, device, pool):
+        self._torch, self._device, self._pool = torch, device, pool
+
+    def __del__(self):
+        try:
+            self._torch._C._cuda_releasePool(self._device, self._pool)
+        except Exception:  # noqa: BLE001 - at exit PyTorch may be gone first
+            pass
+
+
 class _Refusal(Exception):
     """A capture the method must not make; the call runs eagerly."""
 
@@ -153,18 +181,32 @@ class Body:
         try:
             with torch.cuda.stream(side):
                 if kind == CAPTURE:
-                    with torch.cuda.use_mem_pool(self._pool(device)):
+                    with self._routed_to_pool(call, device):
                         yield
                 else:
                     yield
         finally:
             outer.wait_stream(side)
 
-    def _pool(self, device):
+    @contextlib.contextmanager
+    def _routed_to_pool(self, call, device):
+        """Routes this thread's allocations to the method's pool (one per
+        device, shared by its graphs, which never run at once) for the
+        capture, as PyTorch's own graph capture does; the graph being
+        captured holds a lease on the pool until encore drops it."""
+        torch = self._m._torch
         pool = self._pools.get(device)
         if pool is None:
-            pool = self._pools[device] = self._m._torch.cuda.MemPool()
-        return pool
+            pool = self._pools[device] = torch.cuda.graph_pool_handle()
+        _begin_allocate_to_pool(torch)(device, pool)
+        lease = PoolLease(torch, device, pool)
+        try:
+            result = call.keep_with_graph(lease)
+            if result is not None:
+                raise RuntimeError(f"encore: keeping the capture's memory pool with its graph failed: {result[1]}")
+            yield
+        finally:
+            _end_allocate_to_pool(torch)(device, pool)
 
     def _check_capture(self, state, wrote, nodes):
         m = self._m
