@@ -48,7 +48,7 @@ def main():
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         sout = step(sx, sy)
-    m = encore.method(step, name="python_step_bench", flags="warmup=2")
+    m = encore.method(step, name="python_step_bench", constants=[], flags="warmup=2")
     for i in range(8):
         m(xs[i], ys[i])
     torch.cuda.synchronize()
@@ -72,7 +72,7 @@ def main():
         for x, y in zip(xs, ys):
             m(x, y)
 
-    m2 = encore.method(step, name="python_step_bench_2pairs", flags="warmup=2")
+    m2 = encore.method(step, name="python_step_bench_2pairs", constants=[], flags="warmup=2")
     pairs = [(xs[0], ys[0]), (xs[1], ys[1])] * (a.n // 2)
 
     def encore_2pairs():
@@ -104,12 +104,43 @@ def main():
     rep = m.report()
     print(f"encore: binding={rep['binding']} replays={rep['replays']} captures={rep['captures']} "
           f"exec_variants={rep['exec_variants']} eager_calls={rep['eager_calls']}")
+    parts(a, m, xs, ys)
     base = statistics.median(cpu["graph_replay"])
     copyb = statistics.median(cpu["graph_copy"])
     print(f"{'way':14s} {'cpu us/call':>12s} {'wall us/call':>13s} {'x replay':>9s} {'x copy':>7s}")
     for k in names:
         c = statistics.median(cpu[k])
         print(f"{k:14s} {c:12.2f} {statistics.median(wall[k]):13.2f} {c / base:9.2f} {c / copyb:7.2f}")
+
+
+def parts(a, m, xs, ys):
+    """Where an encore call's CPU goes: its parts timed alone."""
+    out = torch.empty(a.size, device="cuda")
+    stream = torch._C._cuda_getCurrentRawStream(0)
+
+    def timed(fn):
+        torch.cuda.synchronize()
+        c0 = time.thread_time_ns()
+        fn()
+        c1 = time.thread_time_ns()
+        torch.cuda.synchronize()
+        return (c1 - c0) / a.n / 1000
+
+    def empty():
+        for _ in range(a.n):
+            torch.empty(a.size, device="cuda")
+
+    def run_only():
+        for x, y in zip(xs, ys):
+            m._cm.run((x, y), (out,), stream)
+
+    def current_stream():
+        for _ in range(a.n):
+            torch._C._cuda_getCurrentRawStream(0)
+
+    for _ in range(2):
+        print(f"parts: torch.empty {timed(empty):.2f} us, C++ run (new addresses) {timed(run_only):.2f} us, "
+              f"raw current stream {timed(current_stream):.2f} us")
 
 
 if __name__ == "__main__":

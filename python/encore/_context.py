@@ -45,6 +45,13 @@ def check(cond, message: str) -> None:
         return
     if not cond.is_cuda:
         raise InvalidArgumentError("encore.check: cond is a host tensor; inside a method it must be on the GPU")
+    # encore launches the check on the call's stream; the function runs on
+    # the method's own stream during warmups and captures, so the call's
+    # stream first waits for what computed `cond`.
+    device = cond.get_device()
+    current = torch.cuda.current_stream(device)
+    if current.cuda_stream != call.stream:
+        torch.cuda.ExternalStream(call.stream, device=device).wait_stream(current)
     result = call.check(cond.data_ptr(), message)
     if result is not None:
         raise error_for(result[0], result[1])
