@@ -138,6 +138,26 @@ def parts(a, m, xs, ys):
         for _ in range(a.n):
             torch._C._cuda_getCurrentRawStream(0)
 
+    pair = (xs[5], ys[5])
+
+    def fast_call():
+        for _ in range(a.n):
+            m._fast.call(pair)
+
+    def general_call():
+        for _ in range(a.n):
+            m._call(pair, {})
+
+    def full_call():
+        for _ in range(a.n):
+            m(*pair)
+
+    m(*pair)
+    m(*pair)
+    print(f"parts: fast path set: {m._fast is not None}")
+    for _ in range(2):
+        print(f"parts (one address set): call {timed(full_call):.2f} us, fast path {timed(fast_call):.2f} us, "
+              f"general path {timed(general_call):.2f} us")
     for _ in range(2):
         print(f"parts: torch.empty {timed(empty):.2f} us, C++ run (new addresses) {timed(run_only):.2f} us, "
               f"raw current stream {timed(current_stream):.2f} us")

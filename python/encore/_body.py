@@ -13,6 +13,7 @@ which the graph's nodes are bound to.
 from __future__ import annotations
 
 import contextlib
+import gc
 
 from . import _context
 from ._errors import code_value
@@ -123,6 +124,20 @@ class Body:
                     kind == CAPTURE and is_capture_refusal(e))
 
     def _run(self, call, state, kind):
+        if kind != CAPTURE:
+            return self._run_body(call, state, kind)
+        # No garbage collection inside a capture: a method or manager
+        # collected now would wait for its last launch, which CUDA refuses
+        # while this thread captures, and the capture would fail.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run_body(call, state, kind)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _run_body(self, call, state, kind):
         torch = self._m._torch
         views = self._input_views(call, state)
         args, kwargs = unflatten((("tuple", 2),) + state.nodes, views, self._leaves(state))

@@ -49,9 +49,9 @@ def check(cond, message: str) -> None:
     # the method's own stream during warmups and captures, so the call's
     # stream first waits for what computed `cond`.
     device = cond.get_device()
-    current = torch.cuda.current_stream(device)
-    if current.cuda_stream != call.stream:
-        torch.cuda.ExternalStream(call.stream, device=device).wait_stream(current)
+    running = torch.cuda.current_stream(device)
+    if running.cuda_stream != call.stream:
+        torch.cuda.ExternalStream(call.stream, device=device).wait_stream(running)
     result = call.check(cond.data_ptr(), message)
     if result is not None:
         raise error_for(result[0], result[1])
