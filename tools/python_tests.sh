@@ -18,6 +18,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 xml="${1:?usage: tools/python_tests.sh XML [PYTEST_ARGS...]}"
 shift
 mkdir -p "$(dirname "$xml")"
+xml="$(cd "$(dirname "$xml")" && pwd)/$(basename "$xml")"
 
 fail_xml() {
   echo "python_tests: $1" >&2
@@ -44,7 +45,7 @@ echo "python_tests: pip install . ($("$py" --version), CUDAARCHS=$CUDAARCHS)" >&
   fail_xml "pip install . failed (the build's errors are above)"
 # From the tests' folder, so `import encore` is the installed package, not
 # the source folder python/encore (which has no compiled module).
-cd python/tests && "$py" -m pytest -q -p no:cacheprovider --junitxml="$OLDPWD/$xml" "$@" .
+cd python/tests && "$py" -m pytest -q -p no:cacheprovider --junitxml="$xml" "$@" .
 rc=$?
 # pytest's 5: no tests collected, which the summary then shows as 0.
 [[ $rc -eq 5 ]] && rc=0
