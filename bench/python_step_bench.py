@@ -79,8 +79,14 @@ def main():
         for x, y in pairs:
             m2(x, y)
 
+    m3 = encore.method(step, name="python_step_bench_reuse", constants=[], flags="warmup=2,outputs=reuse")
+
+    def encore_reuse():
+        for x, y in pairs:
+            m3(x, y)
+
     ways = {"eager": eager, "graph_replay": graph_replay, "graph_copy": graph_copy, "encore": encore_call,
-            "encore_2pairs": encore_2pairs}
+            "encore_2pairs": encore_2pairs, "encore_reuse": encore_reuse}
     cpu = {k: [] for k in ways}
     wall = {k: [] for k in ways}
     names = list(ways)
@@ -134,6 +140,16 @@ def parts(a, m, xs, ys):
         for x, y in zip(xs, ys):
             m._cm.run((x, y), (out,), stream)
 
+    tmpl = torch.empty(0, device="cuda")
+
+    def new_empty():
+        for _ in range(a.n):
+            tmpl.new_empty((a.size,))
+
+    def replay_only():
+        for _ in range(a.n):
+            m._cm.run(pair, (out,), stream)
+
     def current_stream():
         for _ in range(a.n):
             torch._C._cuda_getCurrentRawStream(0)
@@ -159,6 +175,7 @@ def parts(a, m, xs, ys):
         print(f"parts (one address set): call {timed(full_call):.2f} us, fast path {timed(fast_call):.2f} us, "
               f"general path {timed(general_call):.2f} us")
     for _ in range(2):
+        print(f"parts: new_empty {timed(new_empty):.2f} us, C++ run (one address set) {timed(replay_only):.2f} us")
         print(f"parts: torch.empty {timed(empty):.2f} us, C++ run (new addresses) {timed(run_only):.2f} us, "
               f"raw current stream {timed(current_stream):.2f} us")
 

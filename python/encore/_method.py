@@ -269,7 +269,8 @@ class FastPath:
     signature tuple; what a hand-written graph call does plus encore's own
     guard (in C++) and new outputs. Anything else takes the general path."""
 
-    __slots__ = ("m", "n", "shapes", "dtypes", "spec", "single", "tensor", "torch", "device", "nodes", "sig")
+    __slots__ = ("m", "n", "shapes", "dtypes", "spec", "single", "tensor", "torch", "device", "nodes", "sig",
+                 "templates", "out_shapes", "state")
 
     @classmethod
     def for_replay(cls, m, args, tensors, state):
@@ -286,47 +287,61 @@ class FastPath:
         f.single = spec.nodes == (TENSOR,)
         f.device = args[0].get_device() if args else None
         f.nodes, f.sig = state.nodes, state.sig
+        f.templates = [m._torch.empty((0,), dtype=d, device=f"cuda:{f.device}") for _, d in spec.out]
+        f.out_shapes = [s for s, _ in spec.out]
+        f.state = CallState((), {}, (), f.nodes, f.sig, (), spec)
         return f
+
+    def _after_body(self, state, err):
+        """The body ran (a recapture, an eager call, a verification) or encore
+        refused: what the general path would return or raise."""
+        m = self.m
+        m._fast = None
+        if state.exc is not None:
+            raise state.exc
+        if err is not None:
+            if len(err) > 2:
+                return _MISS  # nothing ran: the general path runs it eagerly
+            raise error_for(err[0], err[1])
+        return m._results(state)
 
     def call(self, args):
         m = self.m
         if len(args) != self.n:
             return _MISS
         tensor, device = self.tensor, self.device
+        grad = self.torch.is_grad_enabled()
         for a, shape, dtype in zip(args, self.shapes, self.dtypes):
-            if type(a) is not tensor or a.shape != shape or a.dtype is not dtype or a.get_device() != device:
+            if (type(a) is not tensor or a.shape != shape or a.dtype is not dtype or a.get_device() != device
+                    or grad and a.requires_grad):
                 return _MISS
-        torch = self.torch
-        if torch.is_grad_enabled() and any(a.requires_grad for a in args):
-            return _MISS
         if m._consts is not None and generation[0] != m._generation:
             return _MISS
         spec = self.spec
-        with m._lock:
-            if m._fast is not self:
+        lock = m._lock
+        lock.acquire()
+        try:
+            if m._fast is not self or m._state is not None:  # a call of this method in flight: re-entry
                 return _MISS
-            stream = torch._C._cuda_getCurrentRawStream(device)
-            if spec.kept is not None and m._reuse:
+            stream = self.torch._C._cuda_getCurrentRawStream(device)
+            if m._reuse and spec.kept is not None:
                 outputs = spec.kept
             else:
-                empty = torch.empty
-                outputs = [empty(s, dtype=d, device=device) for s, d in spec.out]
+                outputs = [t.new_empty(s) for t, s in zip(self.templates, self.out_shapes)]
                 if m._reuse:
                     spec.kept = outputs
-            state = CallState(args, {}, args, self.nodes, self.sig, outputs, spec)
+            state = self.state
+            state.args = state.tensors = args
+            state.outputs = outputs
+            state.exc = state.ran_kind = state.direct = state.leaves = None
             m._state = state
             try:
                 err = m._cm.run(args, outputs, stream)
             finally:
                 m._state = None
             if err is not None or state.ran_kind is not None:
-                # The body ran (a recapture, an eager call, a verification) or
-                # encore refused: the general path says what to return.
-                m._fast = None
-                if err is not None and state.exc is None and len(err) == 2:
-                    raise error_for(err[0], err[1])
-                if state.exc is not None:
-                    raise state.exc
-                return m._results(state) if err is None else _MISS
+                return self._after_body(state, err)
+        finally:
+            lock.release()
         return outputs[0] if self.single else unflatten(spec.nodes, outputs, spec.leaves)
 
