@@ -391,3 +391,13 @@ def test_many_methods_collected_while_others_run(torch_cuda):
         del m, mgr
         gc.collect()
     assert torch.ones(1, device="cuda").item() == 1.0
+
+
+def test_the_python_examples_run(torch_cuda):
+    import subprocess
+    import sys
+    from pathlib import Path
+    example = Path(__file__).resolve().parents[2] / "examples" / "python" / "quickstart.py"
+    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "phase=replay" in done.stdout and "replays=6" in done.stdout, done.stdout
