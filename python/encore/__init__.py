@@ -11,8 +11,9 @@ from ._errors import (Error, FailedPreconditionError, InternalError, InvalidArgu
 from ._context import check
 from ._manager import Manager, method
 from ._method import Method
+from ._stages import eager
 
 __all__ = [
     "__version__", "Error", "FailedPreconditionError", "InternalError", "InvalidArgumentError",
-    "ResourceExhaustedError", "UnavailableError", "Manager", "Method", "check", "method",
+    "ResourceExhaustedError", "UnavailableError", "Manager", "Method", "check", "eager", "method",
 ]

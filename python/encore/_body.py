@@ -86,22 +86,15 @@ class _Refusal(Exception):
 
 
 class Body:
-    def __init__(self, method, fn, stages):
+    def __init__(self, method, fn):
         self._m = method
         self._fn = fn
-        self._stages = stages
         self._pools: dict = {}
         self._side: dict = {}
         self._outer = None
 
     def reset(self) -> None:
         self._pools.clear()
-
-    def stage_tuples(self):
-        raise NotImplementedError("stages are made by encore.method(stages=...)")
-
-    def run_stages_eagerly(self, args, kwargs):
-        raise NotImplementedError
 
     # ------------------------------------------------------------------------
     def run(self, call):

@@ -55,7 +55,11 @@ class Manager:
                 while f"{base}#{n}" in self._methods:
                     n += 1
                 name = f"{base}#{n}"
-            m = Method(self, fn, name, constants, flags, stages)
+            if stages is not None:
+                from ._stages import StagedMethod
+                m = StagedMethod(self, stages, name, constants, flags)
+            else:
+                m = Method(self, fn, name, constants, flags)
             self._methods[name] = m
             return m
 
@@ -92,8 +96,10 @@ def _make(manager, fn, *, name, constants, flags, stages):
         return decorate
     if fn is not None and not callable(fn):
         raise InvalidArgumentError(f"encore.method: fn is a {type(fn).__name__}, not a callable")
+    if stages is not None and not isinstance(stages, (list, tuple)):
+        raise InvalidArgumentError(f"encore.method: stages is a {type(stages).__name__}, not a list")
     if name is None:
-        first = fn if fn is not None else stages[0]
+        first = fn if fn is not None else (stages[0] if stages else None)
         name = getattr(first, "__qualname__", None) or getattr(first, "__name__", None) or type(first).__name__
     return (manager or default_manager())._register(fn, name, constants, flags, stages)
 

@@ -55,7 +55,7 @@ class Method:
     returns. ``report()``, ``release()`` and ``name`` as in C++.
     """
 
-    def __init__(self, manager, fn, name, constants, flags, stages=None):
+    def __init__(self, manager, fn, name, constants, flags):
         torch = torch_module("encore.method")
         self._torch = torch
         self._fn = fn
@@ -66,17 +66,15 @@ class Method:
         if self._consts is not None:
             install_watch(torch)
             self._generation = generation[0]
-        self._params = _positional_names(fn if fn is not None else stages[0])
+        self._params = _positional_names(fn)
         self._lock = threading.RLock()
         self._py_eager: dict = {}
         self._state = None
         self._fast = None
         self._ready = False
-        self._body = Body(self, fn, stages)
+        self._body = Body(self, fn)
         entries = None if self._consts is None else self._consts.entries
-        made = manager._cxx.register_method(name, _weak_run(self._body) if fn is not None else None,
-                                            self._body.stage_tuples() if stages is not None else None,
-                                            entries, cxx_text or None)
+        made = manager._cxx.register_method(name, _weak_run(self._body), None, entries, cxx_text or None)
         if isinstance(made, tuple):
             raise error_for(made[0], made[1])
         self._cm = made
@@ -211,7 +209,7 @@ class Method:
         with self._lock:
             self._py_eager[reason] = self._py_eager.get(reason, 0) + 1
         logger.debug("event=eager method=%s reason=%s", self.name, reason)
-        return self._fn(*args, **kwargs) if self._fn is not None else self._body.run_stages_eagerly(args, kwargs)
+        return self._fn(*args, **kwargs)
 
     def _constants_moved(self) -> None:
         old = self._consts.entries

@@ -24,7 +24,7 @@ def test_version_is_the_cpp_version():
 
 
 def test_public_names():
-    for name in ("method", "Manager", "Method", "check", "Error", "InvalidArgumentError",
+    for name in ("method", "Manager", "Method", "check", "eager", "Error", "InvalidArgumentError",
                  "FailedPreconditionError", "ResourceExhaustedError", "UnavailableError", "InternalError"):
         assert hasattr(encore, name), name
 

@@ -401,3 +401,48 @@ def test_the_python_examples_run(torch_cuda):
     done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "phase=replay" in done.stdout and "replays=6" in done.stdout, done.stdout
+
+
+def test_stages_graph_pieces_around_an_eager_stage(torch_cuda, manager):
+    torch = torch_cuda
+    host = []
+
+    def scale(x):
+        return x * 2
+
+    def shift(y):  # host work every call: a value the graph could not keep
+        host.append(1)
+        return y + float(len(host))
+
+    def total(z):
+        return z.sum(dim=0)
+
+    m = manager.method(stages=[scale, encore.eager(shift), total], name="staged", flags="warmup=1")
+    for i in range(6):
+        x = torch.randn(16, 8, device="cuda")
+        torch.testing.assert_close(m(x), (x * 2 + float(i + 1)).sum(dim=0))
+    assert len(host) == 6
+    r = m.report()
+    assert [p["stages"] for p in r["pieces"]] == [["scale"], ["total"]]
+    assert all(p["graphed"] for p in r["pieces"]), r["pieces"]
+    assert all(p["replays"] == 4 for p in r["pieces"]), r["pieces"]
+
+
+def test_a_stage_that_refuses_capture_goes_eager_alone(torch_cuda, manager):
+    torch = torch_cuda
+
+    def first(x):
+        return x + 1
+
+    def host_scaled(y):
+        return y * float(y.sum().item())  # a host read: not capturable
+
+    m = manager.method(stages=[first, encore.eager(lambda v: v * 1), host_scaled], name="partly",
+                       flags="warmup=1")
+    for i in range(5):
+        x = torch.full((4,), float(i), device="cuda")
+        y = x + 1
+        torch.testing.assert_close(m(x), y * float(y.sum().item()))
+    pieces = m.report()["pieces"]
+    assert pieces[0]["graphed"] and not pieces[1]["graphed"], pieces
+    assert pieces[1]["reason"]
