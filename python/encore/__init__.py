@@ -9,11 +9,12 @@ from ._encore import __version__
 from ._errors import (Error, FailedPreconditionError, InternalError, InvalidArgumentError,
                       ResourceExhaustedError, UnavailableError)
 from ._context import check
+from ._control import cond, while_loop
 from ._manager import Manager, method
 from ._method import Method
 from ._stages import eager
 
 __all__ = [
     "__version__", "Error", "FailedPreconditionError", "InternalError", "InvalidArgumentError",
-    "ResourceExhaustedError", "UnavailableError", "Manager", "Method", "check", "eager", "method",
+    "ResourceExhaustedError", "UnavailableError", "Manager", "Method", "check", "cond", "eager", "method", "while_loop",
 ]

@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "py_method.h"
 #include "py_status.h"
 
 namespace nb = nanobind;
@@ -58,6 +59,27 @@ nb::object PyCall::keep_with_graph(nb::object owner) {
   return StatusToPython(live().KeepWithGraph(std::make_shared<PyOwner>(std::move(owner))));
 }
 
+nb::object PyCall::if_(uintptr_t cond, nb::object body) {
+  MethodFn fn = PythonBody(std::move(body));
+  Status s;
+  {
+    // The body reacquires the GIL; encore may wait on the device meanwhile.
+    nb::gil_scoped_release nogil;
+    s = live().If(reinterpret_cast<const bool*>(cond), fn);
+  }
+  return StatusToPython(s);
+}
+
+nb::object PyCall::while_(uintptr_t cond, nb::object body, int64_t max_iterations) {
+  MethodFn fn = PythonBody(std::move(body));
+  Status s;
+  {
+    nb::gil_scoped_release nogil;
+    s = live().While(reinterpret_cast<const bool*>(cond), fn, max_iterations);
+  }
+  return StatusToPython(s);
+}
+
 void BindCall(nb::module_& m) {
   nb::class_<PyCall>(m, "Call")
       .def_prop_ro("kind", &PyCall::kind)
@@ -70,7 +92,9 @@ void BindCall(nb::module_& m) {
       .def("input_info", &PyCall::input_info)
       .def("output_info", &PyCall::output_info)
       .def("check", &PyCall::check)
-      .def("keep_with_graph", &PyCall::keep_with_graph);
+      .def("keep_with_graph", &PyCall::keep_with_graph)
+      .def("if_", &PyCall::if_)
+      .def("while_", &PyCall::while_);
 }
 
 }  // namespace encore::python

@@ -33,6 +33,11 @@ class PyCall {
   nanobind::object check(uintptr_t cond, const std::string& message);
   // Call::KeepWithGraph for a Python object.
   nanobind::object keep_with_graph(nanobind::object owner);
+  // Call::If and Call::While with a Python body: `body(call)` gets the
+  // body's PyCall and returns None or (code, message, refusal), as a
+  // method's body does. None or (code, message).
+  nanobind::object if_(uintptr_t cond, nanobind::object body);
+  nanobind::object while_(uintptr_t cond, nanobind::object body, int64_t max_iterations);
 
  private:
   Call& live() const;

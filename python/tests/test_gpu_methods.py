@@ -446,3 +446,67 @@ def test_a_stage_that_refuses_capture_goes_eager_alone(torch_cuda, manager):
     pieces = m.report()["pieces"]
     assert pieces[0]["graphed"] and not pieces[1]["graphed"], pieces
     assert pieces[1]["reason"]
+
+
+def _counting_loop(torch):
+    def f(n, x):
+        i0 = torch.zeros((), dtype=torch.int64, device="cuda")
+        _, acc = encore.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, a + 2.0), (i0, x),
+                                   max_iterations=64)
+        return acc
+    return f
+
+
+def test_while_loop_iterations_decided_on_the_device(torch_cuda, manager):
+    torch = torch_cuda
+    m = manager.method(_counting_loop(torch), name="loop", flags="warmup=1")
+    x = torch.ones(4, device="cuda")
+    for n in (3, 0, 1, 5, 0, 1, 17, 2):
+        nt = torch.tensor(n, device="cuda")
+        out = m(nt, x)
+        assert torch.equal(out, x + 2.0 * n), (n, out)
+        assert torch.equal(x, torch.ones(4, device="cuda"))  # carried inputs are never written
+    r = m.report()
+    assert r["captures"] == 1 and r["replays"] == 6 and r["eager_calls"] == 0, r
+
+
+def test_a_runaway_loop_stops_at_its_bound(torch_cuda, manager):
+    torch = torch_cuda
+    m = manager.method(_counting_loop(torch), name="runaway", flags="warmup=1")
+    x = torch.zeros(2, device="cuda")
+    for n in (2, 3, 4):
+        assert torch.equal(m(torch.tensor(n, device="cuda"), x), x + 2.0 * n)
+    m(torch.tensor(1000, device="cuda"), x)  # stops after 64 iterations
+    with pytest.raises(encore.FailedPreconditionError, match=r"runaway.*64"):
+        m(torch.tensor(1, device="cuda"), x)
+    assert torch.equal(m(torch.tensor(1, device="cuda"), x), x + 2.0)  # the context is usable
+
+
+def test_a_branch_that_flips_between_replays(torch_cuda, manager):
+    torch = torch_cuda
+
+    def f(flag, x):
+        return encore.cond(flag, lambda v: v * 2, lambda v: v - 1, (x,))
+
+    m = manager.method(f, name="branch", flags="warmup=1")
+    x = torch.arange(4.0, device="cuda")
+    for b in (True, False, True, True, False, False, True):
+        out = m(torch.tensor(b, device="cuda"), x)
+        assert torch.equal(out, x * 2 if b else x - 1), (b, out)
+    assert m.report()["replays"] == 5
+
+
+def test_cond_and_while_loop_outside_a_method(torch_cuda):
+    torch = torch_cuda
+    x = torch.ones(3, device="cuda")
+    assert torch.equal(encore.cond(torch.tensor(False, device="cuda"), lambda v: v, lambda v: -v, (x,)), -x)
+    i, = encore.while_loop(lambda i: i < 5, lambda i: (i + 1,), (torch.tensor(0, device="cuda"),),
+                           max_iterations=10)
+    assert i.item() == 5
+    with pytest.raises(encore.FailedPreconditionError, match="max_iterations=3"):
+        encore.while_loop(lambda i: i < 5, lambda i: (i + 1,), (torch.tensor(0, device="cuda"),), max_iterations=3)
+    with pytest.raises(encore.InvalidArgumentError, match="in place"):
+        encore.while_loop(lambda t: t.sum() < 5, lambda t: (t.add_(1),), (torch.zeros(2, device="cuda"),),
+                          max_iterations=10)
+    with pytest.raises(encore.InvalidArgumentError, match="tensors, never Python numbers"):
+        encore.while_loop(lambda i: i < 5, lambda i: (i + 1,), (0,), max_iterations=10)
