@@ -20,3 +20,25 @@ def test_llama_decode_tokens_equal_eager(torch_cuda):
     assert torch_cuda.equal(mine, eager), (mine.tolist(), eager.tolist())
     r = m.report()
     assert r["captures"] == 1 and r["replays"] == 21 and r["eager_calls"] == 0, r
+
+
+@pytest.mark.parametrize("chunk", [4, 16])
+def test_llama_decode_loop_in_one_launch_stops_at_the_end_token(torch_cuda, chunk):
+    pytest.importorskip("transformers")
+    import encore
+    from llama_decode import Decoder, eager_decode, make_model
+    from llama_loop_decode import LoopDecoder
+    torch = torch_cuda
+    model = make_model(layers=2, hidden=256, vocab=512, heads=4, kv_heads=2)
+    total, max_len = 40, 96
+    eager = eager_decode(model, total, max_len=max_len)
+    eos = int(eager[0, 25])
+    stop = int((eager[0] == eos).nonzero()[0]) + 1  # the first time the end token comes
+    loop = LoopDecoder(Decoder(model, max_len=max_len), chunk, eos, manager=encore.Manager(flags=""))
+    toks, calls = loop.decode(total)
+    assert torch.equal(toks, eager[:, :stop]), (toks.tolist(), eager[:, :stop].tolist())
+    assert calls == -(-stop // chunk)
+    r = loop.method.report()
+    assert r["captures"] == 1 and r["eager_calls"] == 0, r
+    if calls > 2:
+        assert r["replays"] == calls - 2
