@@ -93,6 +93,13 @@ def cond(pred, true_fn, false_fn, operands=()):
     torch, ops = _tensors(operands, "encore.cond")
     p = _pred_tensor(torch, pred, "encore.cond")
     call = _context.current()
+    if call is not None and call.kind != _CAPTURE:
+        # Inside a method's eager or warmup call: encore reads the flag on
+        # the host; an If with an empty body tells it that the method
+        # branches on the device, so its capture is prepared for
+        # conditional nodes.
+        with _joined(torch, call):
+            _raise(call.if_(p.data_ptr(), lambda c: None), [])
     if call is None or call.kind != _CAPTURE:
         out = true_fn(*ops) if bool(p) else false_fn(*ops)
         key = (true_fn.__code__ if hasattr(true_fn, "__code__") else id(true_fn),
