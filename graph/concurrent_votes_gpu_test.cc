@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Votes across GPUs, one process per rank (issue 17): two methods holding
+// Votes across GPUs, one process per rank: two methods holding
 // NCCL collectives, each with a communicator of its own, vote concurrently
 // from two threads of each rank; and a vote that times out is an error on
 // every rank, never a hang. Needs two GPUs; skips with fewer.

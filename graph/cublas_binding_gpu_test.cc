@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Direct binding (MethodFlags::binding) of methods whose bodies are cuBLAS and
-// cuBLASLt calls, as issue 13 asks: an FP32 GEMM, a BF16 tensor-core GEMM,
+// cuBLASLt calls: an FP32 GEMM, a BF16 tensor-core GEMM,
 // a cuBLASLt matmul with a bias epilogue, a gemv (whose kernels take one
 // struct argument), and a GEMM reading alpha and beta from device memory.
 // Each runs on rotating buffer sets and then on buffers at new addresses,
@@ -534,7 +534,7 @@ class CublasBindingGpuTest : public ::testing::TestWithParam<Binding> {
   }
 
   // Runs `c` (RunRotating, every result bit-equal to the eager run) and
-  // checks its binding: the outcome issue 13 asks for, bound directly with
+  // checks its binding: the outcome direct binding is for, bound directly with
   // the probe passed, whether or not a kernel takes a packed buffer (on the
   // H200, cuBLAS 13.1's nvJet tensor-core kernels for BF16 do). Every replay
   // is verified equal to an eager re-run.

@@ -253,7 +253,7 @@ TEST(ManagerGpuTest, ReshapeWithSameBytesIsRefusedAndNothingChanges) {
     out.Fill(kSentinel);
     Status s = method->Run(c.in, c.out, fx.stream);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.message;
-    // SPEC's text, then the remedy (issue 14: a refusal says what to do).
+    // The refusal's fixed text, then the remedy (a refusal says what to do).
     EXPECT_EQ(s.message(), std::string(c.message) + "; set on_new_shape=recapture|eager|pad for 'forward', or call Release()");
     ASSERT_EQ(cudaStreamSynchronize(fx.stream), cudaSuccess);
     for (float v : out.Download()) ASSERT_EQ(v, kSentinel) << c.message;

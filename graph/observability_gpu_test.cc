@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Issue 14 on a real GPU: graph dumps (written, parsed, the method's kernel
+// Observability on a real GPU: graph dumps (written, parsed, the method's kernel
 // and encore's own nodes in them, names made safe), capture times in the
 // report, refusals that name the remedy and are rate-limited in the log, and
 // owners' destroy failures on the application's logger.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Serving traffic (issue 16, SPEC "Padding to buckets", "Capture ahead of
-// traffic", "Graph-memory budget"): on_new_shape=pad with listed and learned
+// Serving traffic (docs/design.md "Serving: padding to buckets, learned
+// buckets, Precapture, a memory budget"): on_new_shape=pad with listed and learned
 // buckets, Method::Precapture, ManagerOptions::graph_memory_budget.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
