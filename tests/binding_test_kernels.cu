@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/binding_test_kernels.h"
+#include "encore/tests/binding_test_kernels.h"
 
 #include <cub/device/device_reduce.cuh>
 

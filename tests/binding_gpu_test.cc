@@ -29,7 +29,7 @@
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/log_capture.h"
 #include "encore/tests/test_kernels.h"
-#include "graph/binding_test_kernels.h"
+#include "encore/tests/binding_test_kernels.h"
 
 namespace encore {
 namespace {

@@ -14,6 +14,7 @@
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
+#include "encore/tests/manager_fixture.h"
 #include "encore/tests/log_capture.h"
 #include "encore/tests/test_kernels.h"
 
@@ -24,17 +25,8 @@ using testing::DeviceBuffer;
 
 Status Ok(cudaError_t e, const char* what) { return e == cudaSuccess ? OkStatus() : CudaStatus(e, what); }
 
-class ControlFlowTest : public testing::GpuStreamTest {
+class ControlFlowTest : public testing::GpuManagerTest {
  protected:
-  void SetUp() override {
-    GpuStreamTest::SetUp();
-    if (IsSkipped()) return;
-    ManagerOptions o;
-    o.logger = logs_.logger();
-    auto m = Manager::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = *std::move(m);
-  }
 
   Method* Register(const std::string& name, MethodFn fn) {
     MethodSpec spec;
@@ -78,8 +70,6 @@ class ControlFlowTest : public testing::GpuStreamTest {
     };
   }
 
-  LogCapture logs_;
-  std::unique_ptr<Manager> mgr_;
   DeviceBuffer<float> x_{1}, y_{1};
   DeviceBuffer<int> count_{1}, n_{1};
   DeviceBuffer<bool> more_{1};

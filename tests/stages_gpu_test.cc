@@ -16,6 +16,7 @@
 #include "encore/shims/read_scalar.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
+#include "encore/tests/manager_fixture.h"
 #include "encore/tests/log_capture.h"
 #include "encore/tests/test_kernels.h"
 
@@ -31,17 +32,8 @@ Status Affine(const void* in, void* out, float a, float b, cudaStream_t s) {
   return e == cudaSuccess ? OkStatus() : CudaStatus(e, "affine");
 }
 
-class StagesTest : public testing::GpuStreamTest {
+class StagesTest : public testing::GpuManagerTest {
  public:
-  void SetUp() override {
-    GpuStreamTest::SetUp();
-    if (IsSkipped()) return;
-    ManagerOptions o;
-    o.logger = logs_.logger();
-    auto m = Manager::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = *std::move(m);
-  }
 
   // pre: out = 2 x; host (eager): out = out + host_b (a host value that
   // changes every call); post: out = out + 1.
@@ -87,8 +79,6 @@ class StagesTest : public testing::GpuStreamTest {
     return RunOnce(m, call, other->get());
   }
 
-  LogCapture logs_;
-  std::unique_ptr<Manager> mgr_;
   DeviceBuffer<float> in_{kN}, out_{kN};
   int host_b_ = 0;
   int host_calls_ = 0;

@@ -18,6 +18,7 @@
 #include "encore/tests/affine_call.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
+#include "encore/tests/manager_fixture.h"
 #include "encore/tests/log_capture.h"
 #include "encore/tests/test_kernels.h"
 
@@ -28,21 +29,16 @@ using testing::DeviceBuffer;
 
 constexpr int64_t kN = 256;
 
-class NeverSilentTest : public testing::GpuStreamTest {
+class NeverSilentTest : public testing::GpuManagerTest {
  protected:
   void SetUp() override {
-    GpuStreamTest::SetUp();
-    if (IsSkipped()) return;
-    ManagerOptions o;
-    o.logger = logs_.logger();
-    auto m = Manager::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = *std::move(m);
+    GpuManagerTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_EQ(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), cudaSuccess);
   }
   void TearDown() override {
     if (side_) cudaStreamDestroy(side_);
-    GpuStreamTest::TearDown();
+    GpuManagerTest::TearDown();
   }
 
   Method* Register(const std::string& name, MethodFn fn, int warmups = 1) {
@@ -72,8 +68,6 @@ class NeverSilentTest : public testing::GpuStreamTest {
     return {out_.Download(), out2_.Download()};
   }
 
-  LogCapture logs_;
-  std::unique_ptr<Manager> mgr_;
   cudaStream_t side_ = nullptr;
   DeviceBuffer<float> in_{kN}, out_{kN}, out2_{kN};
 };

@@ -16,6 +16,7 @@
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
+#include "encore/tests/manager_fixture.h"
 #include "encore/tests/log_capture.h"
 #include "encore/tests/test_kernels.h"
 
@@ -24,17 +25,8 @@ namespace {
 
 using testing::DeviceBuffer;
 
-class ConstantsTest : public testing::GpuStreamTest {
+class ConstantsTest : public testing::GpuManagerTest {
  public:
-  void SetUp() override {
-    GpuStreamTest::SetUp();
-    if (IsSkipped()) return;
-    ManagerOptions o;
-    o.logger = logs_.logger();
-    auto m = Manager::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = *std::move(m);
-  }
 
   // y[0] = 2 * (x[0] + p) with cache[p * stride] = x[0] + p and p = (*pos)++.
   Method* Append(const std::string& name, float* cache, size_t cache_bytes, int64_t stride, int* pos,
@@ -62,8 +54,6 @@ class ConstantsTest : public testing::GpuStreamTest {
     return y_.Download()[0];
   }
 
-  LogCapture logs_;
-  std::unique_ptr<Manager> mgr_;
   DeviceBuffer<float> x_{1}, y_{1};
 };
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "encore/tests/gpu_test_util.h"
+#include "encore/tests/manager_fixture.h"
 #include "encore/tests/affine_call.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
@@ -26,16 +27,13 @@ constexpr size_t kN = 32;
 // Rank 8, kN elements.
 const Shape kShape8{1, 2, 1, 2, 1, 2, 1, 4};
 
-class BadInputGpuTest : public testing::GpuStreamTest {
+class BadInputGpuTest : public testing::GpuManagerTest {
  protected:
-  void SetUp() override {
-    testing::GpuStreamTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
+  // A logger with no sink: refusals are expected here, and many.
+  ManagerOptions Options() override {
     ManagerOptions o;
     o.logger = std::make_shared<spdlog::logger>("quiet");
-    auto m = Manager::Create(o);
-    ASSERT_TRUE(m.ok()) << m.status();
-    manager_ = *std::move(m);
+    return o;
   }
 
   // out = in * 2 + 1, warming up once.
@@ -51,7 +49,7 @@ class BadInputGpuTest : public testing::GpuStreamTest {
       if (c.input(0).numel() != c.output(0).numel()) return InvalidArgumentError("affine: numel differs");
       return testing::AffineCall(c, 2.0f, 1.0f);
     };
-    auto m = manager_->Register(std::move(spec));
+    auto m = mgr_->Register(std::move(spec));
     EXPECT_TRUE(m.ok()) << m.status();
     return m.ok() ? *m : nullptr;
   }
@@ -95,7 +93,6 @@ class BadInputGpuTest : public testing::GpuStreamTest {
     EXPECT_EQ(after.phase, MethodPhase::kReplay);
   }
 
-  std::unique_ptr<Manager> manager_;
   DeviceBuffer<float> in_{kN};
   DeviceBuffer<float> out_{kN};
 };

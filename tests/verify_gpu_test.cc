@@ -21,6 +21,7 @@
 #include "encore/tests/affine_call.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
+#include "encore/tests/manager_fixture.h"
 #include "encore/tests/log_capture.h"
 #include "encore/tests/test_kernels.h"
 
@@ -31,17 +32,12 @@ using testing::DeviceBuffer;
 
 constexpr int64_t kN = 256;
 
-class VerifyTest : public testing::GpuStreamTest {
+class VerifyTest : public testing::GpuManagerTest {
  protected:
-  void SetUp() override {
-    GpuStreamTest::SetUp();
-    if (IsSkipped()) return;
-    ManagerOptions o;
-    o.logger = logs_.logger();
+  ManagerOptions Options() override {
+    ManagerOptions o = GpuManagerTest::Options();
     o.flags_text = "*:warmup=1";
-    auto m = Manager::Create(std::move(o));
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = *std::move(m);
+    return o;
   }
 
   Method* Register(std::string name, MethodFn fn, MethodFlags flags) {
@@ -69,8 +65,6 @@ class VerifyTest : public testing::GpuStreamTest {
     return out_.Download();
   }
 
-  LogCapture logs_;
-  std::unique_ptr<Manager> mgr_;
   DeviceBuffer<float> in_{kN}, out_{kN}, out2_{kN};
 };
 

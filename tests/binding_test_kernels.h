@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Kernels for binding_gpu_test: references to a method's tensors in every
 // form the direct binding's scan must find, and two it cannot.
-#ifndef ENCORE_GRAPH_BINDING_TEST_KERNELS_H_
-#define ENCORE_GRAPH_BINDING_TEST_KERNELS_H_
+#ifndef ENCORE_TESTS_BINDING_TEST_KERNELS_H_
+#define ENCORE_TESTS_BINDING_TEST_KERNELS_H_
 
 #include <cuda_runtime_api.h>
 
@@ -36,4 +36,4 @@ cudaError_t CubSum(const float* in, float* out, int64_t n, void* temp, size_t* t
 
 }  // namespace encore::testing
 
-#endif  // ENCORE_GRAPH_BINDING_TEST_KERNELS_H_
+#endif  // ENCORE_TESTS_BINDING_TEST_KERNELS_H_
