@@ -74,7 +74,7 @@ TEST(SealedSurfaceTest, PublicNamesCompileFromTheUmbrellaHeader) {
   EXPECT_EQ(stats.live_bytes, 0u);
 }
 
-// Issue 16's names: padding to buckets, Precapture, the graph-memory budget.
+// The serving names: padding to buckets, Precapture, the graph-memory budget.
 TEST(SealedSurfaceTest, ServingNamesCompileFromTheUmbrellaHeader) {
   ManagerOptions options;
   options.graph_memory_budget = size_t{1} << 30;

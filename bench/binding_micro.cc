@@ -282,7 +282,7 @@ void RunK(int k, cudaStream_t s, encore::Manager& mgr, const std::vector<float*>
   auto t = encore::bench::MeasureInterleaved(s, calls, 9, 100, v);
   const encore::bench::Timing f = Floor(t, k);
   for (const auto& [name, fn] : v) Print(name, t.at(name), f);
-  // Issue 13's targets for encore's default binding (auto), against the floor.
+  // The targets for encore's default binding (auto), against the floor.
   auto target = [&](const std::string& name, bool cpu, double limit) {
     const encore::bench::Timing& x = t.at(name);
     const double ratio = cpu ? x.cpu_us / f.cpu_us : x.e2e_us / f.e2e_us;

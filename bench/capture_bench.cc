@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // capture_bench [weights_MiB...]: what a capture costs as the listed
-// constants grow (issue 23). A method of 160 small kernels that read one
+// constants grow. A method of 160 small kernels that read one
 // listed weights constant (256 MiB and 8 GiB by default, not flagged
 // read-only) and write a 20 MiB state constant, captured under
 // binding=staged and binding=auto, methods taking turns, median of 3 each:

@@ -6,7 +6,7 @@
 // DeviceDiff::EnqueueBytes over two copies, and cudaMemcpyAsync D2D of the
 // same size for comparison. GPU time from events, median of 15 after 3
 // warmups; GB/s counts the region's bytes once (the D2D copy also writes
-// them, and DeviceDiff reads two regions: both noted). Issue 23's target
+// them, and DeviceDiff reads two regions: both noted). The target
 // for Compute: >= 3500 GB/s at 8 GiB on an H200.
 #include <cuda_runtime.h>
 

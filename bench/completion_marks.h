@@ -45,7 +45,7 @@ cudaGraphExec_t CaptureChain(const float* in, float* out, int n, int k, cudaStre
 // the second graph: a one-thread kernel adding 1 to a counter in mapped
 // host memory (the host polls it; another stream waits with
 // cuStreamWaitValue64), and a driver memory-op node writing a value there
-// (cuStreamWriteValue32 captured). Issue 23 asks which costs least.
+// (cuStreamWriteValue32 captured): which mark costs least.
 struct CompletionMarks {
   unsigned long long* counter = nullptr;  // host view; the kernel gets the device view
   unsigned* flag = nullptr;

@@ -171,9 +171,9 @@ int main(int argc, char** argv) {
       // method keeps captured after binding=auto's last change of policy
       // (past kAutoMaxRecapturesForDirect recaptures it stages them). The
       // driver holds about 345 KB more heap for two staged graphs with
-      // their 8 executables each than for two direct ones (heap_trace:
-      // the blocks live at the end are the kept executables'; H200,
-      // 2026-12-02), so a snapshot with direct graphs still kept is no
+      // their 8 executables each than for two direct ones (a heap
+      // trace on an H200 found the blocks live at the end to be the kept
+      // executables'), so a snapshot with direct graphs still kept is no
       // baseline. Growth is judged over the second half of the run at the
       // earliest: high-water marks (the driver's pools, malloc's arena)
       // may still rise once after the policy settles (68 KiB outside the

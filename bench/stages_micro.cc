@@ -25,7 +25,7 @@
 //                    the next 4 KiB of the allocation every other variant
 //                    writes, or on a buffer allocated last.
 // Prints CPU (submit) and end-to-end microseconds per call, median of 41
-// batches of 100, the floor first and last with its spread, issue 26's
+// batches of 100, the floor first and last with its spread, the
 // targets by the medians and over pairs from the same repeat, and runs every variant once more on its output poisoned, which
 // must then hold 2K + 1 bit for bit. Exits 77
 // without a GPU.
@@ -124,7 +124,7 @@ std::vector<float> Read(const float* p) {
 int main(int argc, char** argv) {
   if (int rc = encore::examples::RequireGpu("stages_micro")) return rc;
   // --profile N: only the encore stages variant, N calls (for a CPU profile
-  // of the replay path, tools/cpu_sampler.cc).
+  // of the replay path under an external sampler such as perf).
   long profile = 0;
   int k = 64;
   for (int i = 1; i < argc; ++i) {
@@ -138,9 +138,9 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   // One shared input of zeros and one output every variant writes, which
   // each call leaves as 2K + 1. Where a buffer lies changes what these
-  // latency-bound kernels cost (run W: the floor read +3 us end to end at
-  // K=64 on the next 4 KiB of one allocation, and runs O-V's +10-17 us for
-  // the variants on a later cudaMalloc), so variants compare on one buffer;
+  // latency-bound kernels cost (on an H200 the floor read +3 us end to end
+  // at K=64 on the next 4 KiB of one allocation, and +10-17 us for variants
+  // on a later cudaMalloc), so variants compare on one buffer;
   // "floor on another buffer" and "on a late cudaMalloc" show that effect.
   constexpr size_t kSlot = 4096;
   float* pool = nullptr;
@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(rs.exec_variants), rs.pieces.size(),
               static_cast<int>(std::count_if(rs.pieces.begin(), rs.pieces.end(), [](auto& p) { return p.graphed; })),
               static_cast<int>(rs.pieces.size()), static_cast<long long>(rf.eager_calls), rf.graphs_off_reason.c_str());
-  // Issue 26: replay <= two graph launches + the eager stage's own work +
+  // The targets: replay <= two graph launches + the eager stage's own work +
   // 0.5 us of CPU; faster end to end than the eager method by at least what
   // graphs save on the other kernels (raw eager - floor).
   const double cpu_over = st.cpu_us - f.cpu_us;

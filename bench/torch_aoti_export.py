@@ -9,8 +9,7 @@ with torch._inductor.aoti_compile_and_package (about 75 s on the H200 host).
 --constants-outside-so: aot_inductor.package_constants_in_so=False (the
 weights as files in the package, not in the .so); --no-embed-kernels:
 aot_inductor.embed_kernel_binary=False (kernel binaries as files). Both are
-variants tools/torch_suite.sh tries when loading the default package crashes
-(issue 28). Writes OUT.pt2 and OUT.pt2.json (the options, the input shape,
+variants tools/torch_suite.sh tries when loading the default package crashes. Writes OUT.pt2 and OUT.pt2.json (the options, the input shape,
 the compile time). Exits 77 without the device, 1 on failure.
 """
 

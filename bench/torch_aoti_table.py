@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Joins bench/torch_aoti_bench's and bench/torch_aoti_cudagraph.py's JSON
-into one Markdown table with issue 28's targets (encore auto's CPU time at
+into one Markdown table with the targets (encore auto's CPU time at
 most 1.2x CUDAGraph.replay() alone and below replay + copy_; its end-to-end
 time at most replay + copy_). tools/torch_suite.sh runs it; a module-free
 script, not a benchmark.

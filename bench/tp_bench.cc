@@ -373,7 +373,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  // Issue 17's target: where the all-reduce's buffers can be bound (a
+  // The target: where the all-reduce's buffers can be bound (a
   // direct graph), encore end to end <= 1.03x the raw graph at 1M floats.
   for (size_t ci = 0; ci < sh.configs.size(); ++ci) {
     if (sh.configs[ci].n < (1 << 20)) continue;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Issue 17's two-GPU runs in one command, on a machine with 2 GPUs (a
+# The two-GPU runs in one command, on a machine with 2 GPUs (a
 # gpu_bin staged by `tools/gpu_suite.sh build`, or the same layout by hand):
 #
 #   bench/two_gpu.sh GPU_BIN OUT_DIR [tests|examples|bench]...   (default: all three)

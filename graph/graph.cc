@@ -2,6 +2,7 @@
 #include "encore/graph/graph.h"
 
 #include <string>
+#include <vector>
 
 #include "encore/core/cuda_api.h"
 
@@ -21,6 +22,15 @@ StatusOr<size_t> Graph::NodeCount() const {
   size_t n = 0;
   ENCORE_CUDA_CALL(GraphGetNodes, get(), nullptr, &n);
   return n;
+}
+
+StatusOr<std::vector<cudaGraphNode_t>> GraphNodes(cudaGraph_t graph) {
+  size_t n = 0;
+  ENCORE_CUDA_CALL(GraphGetNodes, graph, nullptr, &n);
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0) ENCORE_CUDA_CALL(GraphGetNodes, graph, nodes.data(), &n);
+  nodes.resize(n);
+  return nodes;
 }
 
 StatusOr<GraphExec> GraphExec::Instantiate(const Graph& graph, unsigned long long flags) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Graph and GraphExec: move-only owners of a CUDA graph and of its executable.
 // Both are CudaHandles: destructors never throw, and a refused destroy is
-// logged at error.
+// logged at error. GraphNodes lists a graph's top-level nodes.
 #ifndef ENCORE_GRAPH_GRAPH_H_
 #define ENCORE_GRAPH_GRAPH_H_
 
@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "encore/core/cuda_handle.h"
 #include "encore/core/status.h"
@@ -34,6 +35,9 @@ class Graph : public CudaHandle<internal::GraphTraits> {
   [[nodiscard]] static StatusOr<Graph> Create();
   [[nodiscard]] StatusOr<size_t> NodeCount() const;
 };
+
+// The nodes of `graph` (not of the graphs nested in them), in CUDA's order.
+[[nodiscard]] StatusOr<std::vector<cudaGraphNode_t>> GraphNodes(cudaGraph_t graph);
 
 class GraphExec : public CudaHandle<internal::GraphExecTraits> {
  public:

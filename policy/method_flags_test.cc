@@ -90,7 +90,7 @@ TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
   }
 }
 
-// SPEC "Padding to buckets": on_new_shape=pad, buckets=1|2|4|8|16; an
+// Padding to buckets (docs/design.md): on_new_shape=pad, buckets=1|2|4|8|16; an
 // empty list means learned buckets.
 TEST(FlagsTextTest, PadAndBuckets) {
   auto t = FlagsText::Parse("serve:on_new_shape=pad,buckets=1|2|4|8|16;learn:on_new_shape=pad,buckets=,max_graphs=6");

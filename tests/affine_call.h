@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// For the graph/ GPU tests: the method body most of them need.
+// For the scenario GPU tests: the method body most of them need.
 #ifndef ENCORE_TESTS_AFFINE_CALL_H_
 #define ENCORE_TESTS_AFFINE_CALL_H_
 

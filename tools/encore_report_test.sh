@@ -35,7 +35,7 @@ out="$( { echo "event=captured method=forward"; printf 'report: '; cat "$report"
   { echo "FAIL: stdin input exited $?"; fail=1; }
 check stdin "$out" "method forward" "capture time   1500 us total, 700 us last"
 
-# Padding to buckets and graph memory (issue 16) show when present.
+# Padding to buckets and graph memory show when present.
 out="$(echo '{"methods":[{"name":"s","flags":{"on_new_shape":"pad","buckets":[]},"buckets":[7,28,256],"real_rows":30,"padded_rows":10,"bucket_changes":2,"graph_memory_bytes":1048576,"budget_drops":1,"over_budget_calls":3,"precaptures":4}]}' |
   python3 "$script")"
 check pad "$out" "buckets        7|28|256 (learned, 2 changes); rows 30 real, 10 padded (25.0%)" \

@@ -12,7 +12,7 @@
 #       find PyTorch only through the LD_LIBRARY_PATH this script sets. Runs
 #       the CPU tests, then stages into DIR (emptied first): bin/ (stripped
 #       binaries), bench/ (the Python scripts the run uses), tools/ (this
-#       script, test_summary.py) and MANIFEST. --tar FILE: also packs DIR
+#       script, test_summary.py, torch_aoti_load.py) and MANIFEST. --tar FILE: also packs DIR
 #       into FILE (.tar.xz). --arch: CMAKE_CUDA_ARCHITECTURES (default
 #       90-real). --jobs: ninja's -j (default 2).
 #
@@ -41,9 +41,9 @@
 # that need no package run (the CPU tests, the Scope GPU tests, the example
 # examples/torch_mlp, and the negative control: routing off,
 # ENCORE_TORCH_ROUTE_ALLOCATOR=0, must make the routing test fail); loads the
-# package in child processes from C++ (bench/torch_aoti_load_probe.cc) and
-# from Python (bench/torch_aoti_load.py), printing what crashed and where
-# (issue 28), under gdb when there is one, and when a load fails tries a
+# package in child processes from C++ (tools/torch_aoti_load_probe.cc) and
+# from Python (tools/torch_aoti_load.py), printing what crashed and where
+# (loading a package has crashed the process on some hosts), under gdb when there is one, and when a load fails tries a
 # variant whose weights are not embedded in the .so; then the AOTInductor
 # GPU tests on the first package that loads from C++ (and their negative
 # control), then the benchmarks bench/torch_aoti_bench (C++) and
@@ -70,9 +70,9 @@ py="${PYTHON:-python3}"
 # The targets a stage or a build makes, and where each goes.
 torch_tests=(interop_torch_tensor_ref_test interop_torch_aoti_method_test
              interop_torch_scope_gpu_test interop_torch_aoti_gpu_test)
-torch_bins=("${torch_tests[@]}" bench_torch_aoti_bench bench_torch_aoti_load_probe example_torch_mlp)
+torch_bins=("${torch_tests[@]}" bench_torch_aoti_bench tools_torch_aoti_load_probe example_torch_mlp)
 torch_py=(bench/bench_common.py bench/torch_aoti_model.py bench/torch_aoti_export.py
-          bench/torch_aoti_load.py bench/torch_aoti_cudagraph.py bench/torch_aoti_table.py)
+          bench/torch_aoti_cudagraph.py bench/torch_aoti_table.py)
 
 # ----------------------------------------------------------------- deps ----
 do_deps() {
@@ -178,10 +178,10 @@ do_stage() {
   for t in "${torch_bins[@]}"; do
     cp "$b/$t" "$dir/bin/"
     # The probe keeps its symbols: its backtraces name its frames.
-    [[ "$t" == bench_torch_aoti_load_probe ]] || strip "$dir/bin/$t"
+    [[ "$t" == tools_torch_aoti_load_probe ]] || strip "$dir/bin/$t"
   done
   for t in "${torch_py[@]}"; do cp "$repo/$t" "$dir/bench/"; done
-  cp "$repo/tools/torch_suite.sh" "$repo/tools/test_summary.py" "$dir/tools/"
+  cp "$repo/tools/torch_suite.sh" "$repo/tools/test_summary.py" "$repo/tools/torch_aoti_load.py" "$dir/tools/"
   {
     echo "# encore torch binaries: staged by tools/torch_suite.sh stage"
     echo "commit $(git -C "$repo" rev-parse HEAD 2>/dev/null)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
@@ -313,17 +313,17 @@ diagnose_package() {
     return
   fi
   step "loading package $name ($(stat -c %s "$pkg") bytes)"
-  if probe "load_${name}_cpp_single" "$bin/bench_torch_aoti_load_probe" "$pkg" single; then
+  if probe "load_${name}_cpp_single" "$bin/tools_torch_aoti_load_probe" "$pkg" single; then
     [[ -n "$good_package" ]] || good_package="$pkg"
   else
     crashed=1
   fi
-  probe "load_${name}_cpp_default" "$bin/bench_torch_aoti_load_probe" "$pkg" default || crashed=1
-  if probe "load_${name}_python_single" "$py" -X faulthandler "$src/bench/torch_aoti_load.py" "$pkg" --single; then
+  probe "load_${name}_cpp_default" "$bin/tools_torch_aoti_load_probe" "$pkg" default || crashed=1
+  if probe "load_${name}_python_single" "$py" -X faulthandler "$src/tools/torch_aoti_load.py" "$pkg" --single; then
     [[ -n "$python_package" ]] || python_package="$pkg"
   else
     crashed=1
-    probe "load_${name}_python_default" "$py" -X faulthandler "$src/bench/torch_aoti_load.py" "$pkg"
+    probe "load_${name}_python_default" "$py" -X faulthandler "$src/tools/torch_aoti_load.py" "$pkg"
   fi
 }
 

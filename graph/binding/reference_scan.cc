@@ -9,6 +9,7 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "encore/graph/graph.h"
 
 namespace encore {
 namespace {
@@ -18,15 +19,6 @@ namespace {
 std::string ScanFailed(cudaError_t err, CudaCall call) {
   ClearCudaError();
   return "the reference scan failed (" + std::string(CudaCallName(call)) + ": " + cudaGetErrorName(err) + ")";
-}
-
-StatusOr<std::vector<cudaGraphNode_t>> Nodes(cudaGraph_t g) {
-  size_t n = 0;
-  ENCORE_CUDA_CALL(GraphGetNodes, g, nullptr, &n);
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (n > 0) ENCORE_CUDA_CALL(GraphGetNodes, g, nodes.data(), &n);
-  nodes.resize(n);
-  return nodes;
 }
 
 cudaError_t ParamInfo(const CUDA_KERNEL_NODE_PARAMS& p, size_t i, size_t* offset, size_t* size) {
@@ -115,7 +107,7 @@ std::string ReferenceScan::TensorName(int tensor) const {
 }
 
 Status ReferenceScan::Scan(cudaGraph_t g, bool in_child, std::span<const cudaGraphNode_t> skip) {
-  ENCORE_ASSIGN_OR_RETURN(std::vector<cudaGraphNode_t> nodes, Nodes(g));
+  ENCORE_ASSIGN_OR_RETURN(std::vector<cudaGraphNode_t> nodes, GraphNodes(g));
   for (cudaGraphNode_t n : nodes) {
     if (std::find(skip.begin(), skip.end(), n) != skip.end()) continue;
     ++r_.nodes;

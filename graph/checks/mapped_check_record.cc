@@ -3,31 +3,21 @@
 
 #include <atomic>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/cuda_error.h"
+#include <utility>
 
 namespace encore {
 
 StatusOr<MappedCheckRecord> MappedCheckRecord::Create() {
-  void* host = nullptr;
-  // Portable: checks may run on streams of any device.
-  ENCORE_CUDA_CALL(HostAlloc, &host, sizeof(CheckRecord), cudaHostAllocMapped | cudaHostAllocPortable);
-  void* device = nullptr;
-  cudaError_t err = cuda().HostGetDevicePointer(&device, host, 0);
-  if (err != cudaSuccess) {
-    (void)cuda().FreeHost(host);
-    return CudaResult(err, CudaCall::kHostGetDevicePointer);
-  }
-  MappedCheckRecord record(static_cast<CheckRecord*>(host), static_cast<CheckRecord*>(device));
+  // Portable (MappedHost): checks may run on streams of any device.
+  ENCORE_ASSIGN_OR_RETURN(MappedHost<CheckRecord> host, MappedHost<CheckRecord>::Create());
+  MappedCheckRecord record(std::move(host));
   record.Clear();
   return record;
 }
 
-cudaError_t MappedCheckRecord::PinnedTraits::Destroy(CheckRecord* host) { return cuda().FreeHost(host); }
-
 void MappedCheckRecord::Clear() {
-  if (!host_) return;
-  volatile CheckRecord* r = host_.get();
+  if (!record_) return;
+  volatile CheckRecord* r = record_.host();
   r->check_id = 0;
   r->seq = 0;
   r->call_index = 0;

@@ -7,20 +7,12 @@
 
 #include "encore/core/cuda_api.h"
 #include "encore/core/cuda_error.h"
+#include "encore/graph/graph.h"
 
 namespace encore {
 namespace {
 
 constexpr int kMaxDepth = 64;
-
-StatusOr<std::vector<cudaGraphNode_t>> Nodes(cudaGraph_t graph) {
-  size_t n = 0;
-  ENCORE_CUDA_CALL(GraphGetNodes, graph, nullptr, &n);
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (n > 0) ENCORE_CUDA_CALL(GraphGetNodes, graph, nodes.data(), &n);
-  nodes.resize(n);
-  return nodes;
-}
 
 // The graphs nested in `node` (none for nodes that hold no graph).
 StatusOr<std::vector<cudaGraph_t>> NestedGraphs(cudaGraphNode_t node, cudaGraphNodeType type,
@@ -51,7 +43,7 @@ Status Walk(cudaGraph_t graph, const NodeVisitor& fn, const ConditionalBodies* b
   if (depth > kMaxDepth) {
     return FailedPreconditionError("graphs nested more than " + std::to_string(kMaxDepth) + " deep");
   }
-  ENCORE_ASSIGN_OR_RETURN(std::vector<cudaGraphNode_t> nodes, Nodes(graph));
+  ENCORE_ASSIGN_OR_RETURN(std::vector<cudaGraphNode_t> nodes, GraphNodes(graph));
   for (cudaGraphNode_t node : nodes) {
     cudaGraphNodeType type;
     ENCORE_CUDA_CALL(GraphNodeGetType, node, &type);

@@ -3,42 +3,31 @@
 
 #include <atomic>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/cuda_error.h"
+#include <utility>
 
 namespace encore {
 
 StatusOr<LoopRecord> LoopRecord::Create() {
-  void* host = nullptr;
-  // Portable: loops may run on streams of any device.
-  ENCORE_CUDA_CALL(HostAlloc, &host, sizeof(LoopRunaway), cudaHostAllocMapped | cudaHostAllocPortable);
-  void* device = nullptr;
-  cudaError_t err = cuda().HostGetDevicePointer(&device, host, 0);
-  if (err != cudaSuccess) {
-    (void)cuda().FreeHost(host);
-    (void)cuda().GetLastError();  // ours, reported below
-    return CudaResult(err, CudaCall::kHostGetDevicePointer, "loop record");
-  }
-  LoopRecord record(static_cast<LoopRunaway*>(host), static_cast<LoopRunaway*>(device));
+  // Portable (MappedHost): loops may run on streams of any device.
+  ENCORE_ASSIGN_OR_RETURN(MappedHost<LoopRunaway> host, MappedHost<LoopRunaway>::Create("loop record"));
+  LoopRecord record(std::move(host));
   record.Clear();
   return record;
 }
-
-cudaError_t LoopRecord::PinnedTraits::Destroy(LoopRunaway* host) { return cuda().FreeHost(host); }
 
 std::optional<LoopRecord::Runaway> LoopRecord::Take() {
   if (!pending()) return std::nullopt;
   // The kernel fenced its fields before it wrote the state read above.
   std::atomic_thread_fence(std::memory_order_acquire);
-  volatile LoopRunaway* r = host_.get();
+  volatile LoopRunaway* r = record_.host();
   Runaway out{r->loop_id, static_cast<int64_t>(r->bound), static_cast<uint64_t>(r->seq)};
   Clear();
   return out;
 }
 
 void LoopRecord::Clear() {
-  if (!host_) return;
-  volatile LoopRunaway* r = host_.get();
+  if (!record_) return;
+  volatile LoopRunaway* r = record_.host();
   r->loop_id = 0;
   r->bound = 0;
   r->seq = 0;

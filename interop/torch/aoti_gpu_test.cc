@@ -159,7 +159,7 @@ TEST_F(AotiGpuTest, ABatchChangeIsRefused) {
   at::Tensor x = at::zeros({2, kSeq, kEmbd}, Bf16()), y = at::zeros({2, kSeq, kEmbd}, Bf16());
   Status s = testing::Run(*m, x, y, fx.s());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  // SPEC\'s text, then the remedy encore adds.
+  // The refusal's fixed text, then the remedy encore adds.
   EXPECT_EQ(s.message().rfind("method 'decoder_shape': input 0 has size 2 in dim 0, captured with 4", 0), 0u) << s;
 }
 

@@ -177,7 +177,7 @@ TEST_F(ScopeGpuTest, AShapeChangeIsRefusedWithSpecsMessage) {
   at::Tensor x4 = testing::Random({2, 4}, 6), y4 = at::zeros({2, 4}, testing::CudaFloat());
   Status s = testing::Run(*m, x4, y4, fx.s());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  // SPEC\'s text, then the remedy encore adds.
+  // The refusal's fixed text, then the remedy encore adds.
   EXPECT_EQ(s.message().rfind("method 'torch_affine': input 0 has size 4 in dim 1, captured with 3", 0), 0u) << s;
   EXPECT_EQ(at::count_nonzero(y4).item<int64_t>(), 0) << "nothing was launched";
 }

@@ -12,19 +12,15 @@
 #include <span>
 #include <vector>
 
+#include "encore/core/internal/args.h"
 #include "encore/core/tensor.h"
 #include "encore/core/text.h"
 
 namespace encore {
 
-using Args = std::span<const TensorRef>;
 // What an executable's nodes point at, one address per tensor (inputs, then
 // outputs); null where unknown (the next rewrite writes that tensor again).
 using Addresses = std::vector<const void*>;
-
-inline const void* AddressOf(size_t tensor, Args inputs, Args outputs) {
-  return tensor < inputs.size() ? inputs[tensor].data : outputs[tensor - inputs.size()].data;
-}
 
 inline Addresses AddressesOf(Args inputs, Args outputs) {
   Addresses a;

@@ -10,8 +10,8 @@
 // executables costs nothing measurable, while a rewrite costs the host
 // about 0.45 us a node, and an executable rewritten before its first
 // launch runs slower from then on (a 128-kernel graph 1.2-1.3x end to end;
-// after a launch a rewrite leaves it at full speed: bench/RESULTS.md,
-// eighth session, run AB). So a recurring set answered by a rewritten
+// after a launch a rewrite leaves it at full speed: bench/stages_micro's
+// exec_forms variants, docs/performance.md). So a recurring set answered by a rewritten
 // executable gets a clean one.
 //
 // Generic over the executable type so that its rules are tested without a

@@ -5,9 +5,9 @@
 #ifndef ENCORE_GRAPH_CHECKS_INTERNAL_MAPPED_CHECK_RECORD_H_
 #define ENCORE_GRAPH_CHECKS_INTERNAL_MAPPED_CHECK_RECORD_H_
 
-#include <string_view>
+#include <utility>
 
-#include "encore/core/cuda_handle.h"
+#include "encore/core/internal/mapped_host.h"
 #include "encore/core/status.h"
 #include "graph/checks/internal/device_check_kernel.h"
 
@@ -23,22 +23,16 @@ class MappedCheckRecord {
   // kernel that writes this record may still be queued or captured in a live
   // graph.
 
-  volatile CheckRecord* host() const { return host_.get(); }
-  CheckRecord* device() const { return device_; }
+  volatile CheckRecord* host() const { return record_.host(); }
+  CheckRecord* device() const { return record_.device(); }
   // Zeroes the record, `failed` last. Call only while no check that writes
   // it is in flight.
   void Clear();
 
  private:
-  struct PinnedTraits {
-    using Handle = CheckRecord*;
-    static cudaError_t Destroy(CheckRecord* host);
-    static constexpr std::string_view kWhat = "check_record";
-  };
-  MappedCheckRecord(CheckRecord* host, CheckRecord* device) : host_(host), device_(device) {}
+  explicit MappedCheckRecord(MappedHost<CheckRecord> record) : record_(std::move(record)) {}
 
-  CudaHandle<PinnedTraits> host_;
-  CheckRecord* device_ = nullptr;  // the device's view of host_
+  MappedHost<CheckRecord> record_;
 };
 
 }  // namespace encore

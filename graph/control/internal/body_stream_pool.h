@@ -20,7 +20,7 @@ namespace encore {
 
 class BodyStreamPool {
  public:
-  // Nesting levels a pool holds unless told otherwise; SPEC asks for 4.
+  // Nesting levels a pool holds unless told otherwise; the design asks for 4.
   static constexpr int kDefaultDepth = 8;
 
   BodyStreamPool() = default;

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <utility>
 
-#include "encore/core/cuda_handle.h"
+#include "encore/core/internal/mapped_host.h"
 #include "encore/core/status.h"
 #include "graph/control/internal/control_kernels.h"
 
@@ -33,21 +33,15 @@ class LoopRecord {
   // nothing left allocated.
   [[nodiscard]] static StatusOr<LoopRecord> Create();
   LoopRecord() = default;
-  LoopRecord(LoopRecord&& o) noexcept : host_(std::move(o.host_)), device_(std::exchange(o.device_, nullptr)) {}
-  LoopRecord& operator=(LoopRecord&& o) noexcept {
-    host_ = std::move(o.host_);
-    device_ = std::exchange(o.device_, nullptr);
-    return *this;
-  }
   // Destruction frees the memory: no loop that writes this record may still
   // be queued, or captured in a live graph.
 
   // What the WHILE-next kernel is given.
-  LoopRunaway* device() const { return device_; }
-  volatile const LoopRunaway* host() const { return host_.get(); }
+  LoopRunaway* device() const { return record_.device(); }
+  volatile const LoopRunaway* host() const { return record_.host(); }
   // A runaway was written and not yet taken. Reads host memory only; a loop
   // still running is not seen.
-  bool pending() const { return host_ && host()->state == kLoopRunawayWritten; }
+  bool pending() const { return record_ && host()->state == kLoopRunawayWritten; }
   // The runaway written since the last Take or Clear (then clears it), or
   // nullopt when none is written.
   std::optional<Runaway> Take();
@@ -56,15 +50,9 @@ class LoopRecord {
   void Clear();
 
  private:
-  struct PinnedTraits {
-    using Handle = LoopRunaway*;
-    static cudaError_t Destroy(LoopRunaway* host);
-    static constexpr std::string_view kWhat = "loop_record";
-  };
-  LoopRecord(LoopRunaway* host, LoopRunaway* device) : host_(host), device_(device) {}
+  explicit LoopRecord(MappedHost<LoopRunaway> record) : record_(std::move(record)) {}
 
-  CudaHandle<PinnedTraits> host_;
-  LoopRunaway* device_ = nullptr;  // the device's view of host_
+  MappedHost<LoopRunaway> record_;
 };
 
 // "method 'NAME': a While loop reached its bound of N iterations with its

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "encore/core/device_memory.h"
+#include "encore/core/internal/mapped_host.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
 #include "graph/binding/internal/staging.h"
@@ -30,7 +30,7 @@ class PadRows {
   // Makes the mapped ring, once; before a capture (not allowed inside one).
   Status Prepare(const std::string& method);
   // The ring as the device sees it; null before Prepare.
-  PadRowsShared* device() const { return device_; }
+  PadRowsShared* device() const { return ring_.device(); }
   // Whether the next launch's slot may still be unread (kSlots launches
   // queued): the owner waits for its last launch before Stage.
   bool behind() const;
@@ -40,9 +40,7 @@ class PadRows {
   void Launched() { ++launches_; }
 
  private:
-  PinnedHostMemory memory_;
-  PadRowsShared* host_ = nullptr;
-  PadRowsShared* device_ = nullptr;
+  MappedHost<PadRowsShared> ring_;
   uint64_t launches_ = 0;
 };
 

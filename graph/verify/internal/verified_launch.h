@@ -24,6 +24,7 @@
 
 #include "encore/core/device_memory.h"
 #include "encore/core/device_state.h"
+#include "encore/core/internal/args.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
 #include "graph/verify/internal/constant_guard.h"
@@ -41,8 +42,6 @@ struct VerifyScratch {
 
 class VerifiedLaunch {
  public:
-  using Args = std::span<const TensorRef>;
-
   // Queued on `stream` before the first run. `guard` (null: no constant to
   // guard) saves the written blocks, within `max_guard_bytes`. A guard that
   // cannot (too much to save, a read-only constant changed) is a
