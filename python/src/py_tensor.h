@@ -21,9 +21,11 @@ void SetTorchDTypes(nanobind::list dtypes);
 int DTypeIndex(nanobind::handle dtype);
 
 // `t` as a TensorRef: its data_ptr, shape, strides (in elements) and dtype.
-// InvalidArgument naming `what` ("method 'f': input 0") for a dtype encore
-// cannot bind or more than 8 dims.
-Status ToTensorRef(nanobind::handle t, const std::string& what, TensorRef* out);
+// False for a dtype encore cannot bind or more than 8 dims (TensorProblem
+// says which), so the replay path builds no message.
+bool ToTensorRef(PyObject* t, TensorRef* out);
+// Why ToTensorRef refused `t`, naming it as `what` ("method 'f': input 0").
+Status TensorProblem(nanobind::handle t, const std::string& what);
 // Each of `tensors`, named "<method>: <role> i".
 Status ToTensorRefs(nanobind::handle tensors, const std::string& method, const char* role,
                     std::vector<TensorRef>* out);
