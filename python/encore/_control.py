@@ -159,11 +159,7 @@ def while_loop(cond_fn, body_fn, carried_inputs, *, max_iterations):
     errors: list = []
 
     def step():
-        before = [s._version for s in state]
         new = _checked_body(torch, body_fn, state)
-        if any(s._version != v for s, v in zip(state, before)):
-            raise InvalidArgumentError("encore.while_loop: body_fn writes a carried tensor in place; return new "
-                                       "values instead")
         for dst, src in zip(state, new):
             dst.copy_(src)
         flag.copy_(_pred_tensor(torch, cond_fn(*state), "encore.while_loop"))
@@ -174,7 +170,13 @@ def while_loop(cond_fn, body_fn, carried_inputs, *, max_iterations):
 
 
 def _checked_body(torch, body_fn, state):
+    """body_fn's new values, checked: tensors of the carried shapes and
+    dtypes, none aliasing another, and no carried tensor written in place."""
+    before = [s._version for s in state]
     new = body_fn(*state)
+    if any(s._version != v for s, v in zip(state, before)):
+        raise InvalidArgumentError("encore.while_loop: body_fn writes a carried tensor in place; return new "
+                                   "values instead")
     new = list(new) if isinstance(new, (list, tuple)) else [new]
     if len(new) != len(state):
         raise InvalidArgumentError(f"encore.while_loop: body_fn returned {len(new)} values for {len(state)} carried")
@@ -196,11 +198,7 @@ def _host_loop(torch, cond_fn, body_fn, state, flag, max_iterations):
         if n == max_iterations:
             raise FailedPreconditionError(f"encore.while_loop: the loop reached max_iterations={max_iterations} "
                                           "with its condition still true")
-        before = [s._version for s in state]
         new = _checked_body(torch, body_fn, state)
-        if any(s._version != v for s, v in zip(state, before)):
-            raise InvalidArgumentError("encore.while_loop: body_fn writes a carried tensor in place; return new "
-                                       "values instead")
         state = [t.clone() for t in new]
         flag = _pred_tensor(torch, cond_fn(*state), "encore.while_loop")
         n += 1
