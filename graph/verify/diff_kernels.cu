@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/tensor.h"
-#include "graph/verify/internal/diff_kernels.h"
+#include "encore/graph/verify/internal/diff_kernels.h"
 
 namespace encore::diff {
 namespace {

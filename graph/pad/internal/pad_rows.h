@@ -17,7 +17,7 @@
 #include "encore/core/internal/mapped_host.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "graph/binding/internal/staging.h"
+#include "encore/graph/binding/internal/staging.h"
 
 namespace encore {
 

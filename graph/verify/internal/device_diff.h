@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/device_memory.h"
+#include "encore/core/internal/device_memory.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "graph/verify/internal/diff_kernels.h"
+#include "encore/graph/verify/internal/diff_kernels.h"
 
 namespace encore {
 
