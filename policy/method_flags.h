@@ -41,7 +41,7 @@ struct MethodFlags {
   CheckMode checks = CheckMode::kRecord;
   bool copy_outputs = true;
   Binding binding = Binding::kAuto;
-  // Shadow checking (graph/verifier.h): the capture launch and the first
+  // Shadow checking (graph/verify/internal/verification.h): the capture launch and the first
   // `verify` replays of every new graph, and every `verify_every`th replay,
   // are checked against an eager run of the same call.
   int verify = 0;
