@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/allocator/graph_arena.h"
+#include "encore/allocator/internal/graph_arena.h"
 
 #include <algorithm>
 #include <limits>
 #include <string>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/log.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/log.h"
 
 namespace encore {
 namespace {

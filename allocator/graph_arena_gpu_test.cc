@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "encore/allocator/graph_arena.h"
-#include "encore/core/cuda_api.h"
+#include "encore/allocator/internal/graph_arena.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/log_capture.h"
 #include "encore/graph/manager.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/allocator/ledger.h"
+#include "encore/allocator/internal/ledger.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/allocator/memory_budget.h"
+#include "encore/allocator/internal/memory_budget.h"
 
 #include <gtest/gtest.h>
 

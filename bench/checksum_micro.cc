@@ -18,8 +18,8 @@
 
 #include "encore/bench/bench_util.h"
 #include "encore/examples/example_util.h"
-#include "graph/verify/internal/device_diff.h"
-#include "graph/verify/internal/region_checksums.h"
+#include "encore/graph/verify/internal/device_diff.h"
+#include "encore/graph/verify/internal/region_checksums.h"
 
 namespace {
 

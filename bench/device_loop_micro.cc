@@ -26,13 +26,13 @@
 
 #include "encore/bench/device_loop_kernels.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/device_memory.h"
-#include "encore/graph/graph.h"
-#include "graph/capture/internal/stream_capture.h"
-#include "graph/control/internal/conditional_capture.h"
-#include "graph/control/internal/conditional_support.h"
-#include "graph/control/internal/eager_control.h"
-#include "graph/control/internal/loop_record.h"
+#include "encore/core/internal/device_memory.h"
+#include "encore/graph/internal/graph.h"
+#include "encore/graph/capture/internal/stream_capture.h"
+#include "encore/graph/control/internal/conditional_capture.h"
+#include "encore/graph/control/internal/conditional_support.h"
+#include "encore/graph/control/internal/eager_control.h"
+#include "encore/graph/control/internal/loop_record.h"
 
 namespace {
 

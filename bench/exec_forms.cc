@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "encore/bench/micro_kernels.h"
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/examples/example_util.h"
 
 namespace encore::bench {

@@ -13,9 +13,9 @@
 
 #include "encore/bench/bench_util.h"
 #include "encore/bench/micro_kernels.h"
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/encore.h"
-#include "graph/binding/internal/staging.h"
+#include "encore/graph/binding/internal/staging.h"
 
 namespace {
 

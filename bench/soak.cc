@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "encore/encore.h"
-#include "encore/policy/binding_policy.h"
+#include "encore/policy/internal/binding_policy.h"
 #include "encore/tests/test_kernels.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 #include <array>
 #include <utility>

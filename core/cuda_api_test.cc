@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fault seam on a CPU machine: calls made through it are counted and the
 // planned ones fail without reaching CUDA, so this runs with no GPU.
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 #include <gtest/gtest.h>
 
-#include "encore/core/stream.h"
+#include "encore/core/internal/stream.h"
 
 namespace encore {
 namespace {

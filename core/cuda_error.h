@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA error codes as Status. CUDA calls themselves go through the fault
-// table and ENCORE_CUDA_CALL (core/cuda_api.h), the one way to call CUDA.
+// table and ENCORE_CUDA_CALL (core/internal/cuda_api.h), the one way to call CUDA.
 #ifndef ENCORE_CORE_CUDA_ERROR_H_
 #define ENCORE_CORE_CUDA_ERROR_H_
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encore/core/cuda_handle.h"
 
-#include "encore/core/log.h"
+#include "encore/core/internal/log.h"
 
 namespace encore::internal {
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "encore/core/log.h"
+#include "encore/core/internal/log.h"
 #include "encore/tests/log_capture.h"
 
 namespace encore {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/device_state.h"
+#include "encore/core/internal/device_state.h"
 
 namespace encore {
 namespace {

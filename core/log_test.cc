@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/log.h"
+#include "encore/core/internal/log.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/nvtx.h"
+#include "encore/core/internal/nvtx.h"
 
 #include <nvtx3/nvToolsExt.h>
 

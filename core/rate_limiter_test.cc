@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/rate_limiter.h"
+#include "encore/core/internal/rate_limiter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/scoped_thread_capture.h"
+#include "encore/core/internal/scoped_thread_capture.h"
 
 namespace encore {
 namespace {

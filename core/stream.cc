@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/stream.h"
+#include "encore/core/internal/stream.h"
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace internal {

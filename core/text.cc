@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/text.h"
+#include "encore/core/internal/text.h"
 
 #include <cstdio>
 

@@ -37,7 +37,7 @@
 #include "encore/encore.h"
 #include "encore/examples/example_kernels.h"
 #include "encore/examples/example_util.h"
-#include "encore/policy/learned_buckets.h"
+#include "encore/policy/internal/learned_buckets.h"
 
 namespace ex = encore::examples;
 using encore::Method;

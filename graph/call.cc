@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encore/graph/call.h"
 
-#include "graph/internal/call_host.h"
+#include "encore/graph/internal/call_host.h"
 
 namespace encore {
 namespace {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/graph/graph.h"
+#include "encore/graph/internal/graph.h"
 
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace internal {

@@ -6,10 +6,10 @@
 
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/tests/gpu_test_util.h"
-#include "encore/core/stream.h"
-#include "encore/graph/graph.h"
+#include "encore/core/internal/stream.h"
+#include "encore/graph/internal/graph.h"
 #include "encore/tests/test_kernels.h"
 
 namespace encore {

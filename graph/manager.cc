@@ -5,12 +5,12 @@
 #include <memory>
 #include <vector>
 
-#include "encore/allocator/memory_budget.h"
-#include "encore/core/log.h"
+#include "encore/allocator/internal/memory_budget.h"
+#include "encore/core/internal/log.h"
 #include "encore/policy/internal/flag_table.h"
 #include "encore/policy/internal/flags_text.h"
 #include "encore/version.h"
-#include "graph/capture/internal/graph_dump.h"
+#include "encore/graph/capture/internal/graph_dump.h"
 
 namespace encore {
 

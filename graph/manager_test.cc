@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "encore/tests/log_capture.h"
-#include "encore/core/log.h"
+#include "encore/core/internal/log.h"
 #include "encore/graph/manager.h"
 #include "encore/version.h"
 

@@ -3,13 +3,13 @@
 
 #include <string>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/log.h"
-#include "graph/engine/internal/method_instance.h"
-#include "graph/instance/internal/constant_set.h"
-#include "graph/instance/internal/graphs_switch.h"
-#include "graph/instance/internal/method_body.h"
-#include "graph/internal/messages.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/log.h"
+#include "encore/graph/engine/internal/method_instance.h"
+#include "encore/graph/instance/internal/constant_set.h"
+#include "encore/graph/instance/internal/graphs_switch.h"
+#include "encore/graph/instance/internal/method_body.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 

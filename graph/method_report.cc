@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "encore/core/text.h"
+#include "encore/core/internal/text.h"
 #include "encore/policy/internal/flag_table.h"
 
 namespace encore {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/policy/binding_policy.h"
+#include "encore/policy/internal/binding_policy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/policy/call_signature.h"
+#include "encore/policy/internal/call_signature.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/policy/capture_policy.h"
+#include "encore/policy/internal/capture_policy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/policy/learned_buckets.h"
+#include "encore/policy/internal/learned_buckets.h"
 
 #include <gtest/gtest.h>
 

@@ -22,7 +22,7 @@ enum class CheckMode { kRecord, kTrap, kOff };
 // How a graph reaches the caller's buffers: kStaged copies them into and out
 // of static buffers inside the graph; kDirect rewrites the graph's own
 // references to them; kAuto picks direct where it is safe and cheaper
-// (policy/binding_policy.h).
+// (policy/internal/binding_policy.h).
 enum class Binding { kStaged, kDirect, kAuto };
 
 std::string_view ShapePolicyName(ShapePolicy p);
@@ -41,7 +41,7 @@ struct MethodFlags {
   CheckMode checks = CheckMode::kRecord;
   bool copy_outputs = true;
   Binding binding = Binding::kAuto;
-  // Shadow checking (graph/verifier.h): the capture launch and the first
+  // Shadow checking (graph/verify/internal/verification.h): the capture launch and the first
   // `verify` replays of every new graph, and every `verify_every`th replay,
   // are checked against an eager run of the same call.
   int verify = 0;
@@ -50,7 +50,7 @@ struct MethodFlags {
   double verify_tolerance = 0;
   // Under kPad: the batch sizes graphs are captured for, ascending, each
   // kept whatever max_graphs says; empty means learned from the calls
-  // (policy/learned_buckets.h). Flags text `buckets=1|2|4|8`.
+  // (policy/internal/learned_buckets.h). Flags text `buckets=1|2|4|8`.
   std::vector<int64_t> buckets;
 
   friend bool operator==(const MethodFlags&, const MethodFlags&) = default;

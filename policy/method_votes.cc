@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/policy/method_votes.h"
+#include "encore/policy/internal/method_votes.h"
 
 #include "encore/policy/internal/flag_table.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // MethodVotes on CPU, over a scripted RankConsensus: a "no" is a reason and
 // no failure; a vote that fails is both, and stays failed.
-#include "encore/policy/method_votes.h"
+#include "encore/policy/internal/method_votes.h"
 
 #include <gtest/gtest.h>
 

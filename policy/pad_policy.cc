@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/policy/pad_policy.h"
+#include "encore/policy/internal/pad_policy.h"
 
 #include <algorithm>
 #include <string>

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "encore/core/text.h"
+#include "encore/core/internal/text.h"
 
 namespace encore {
 namespace internal {

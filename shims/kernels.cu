@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/shims/kernels.h"
+#include "encore/shims/internal/kernels.h"
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
-#include "encore/shims/philox_reference.h"
+#include "encore/shims/internal/philox_reference.h"
 
 namespace encore::shims::internal {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "encore/core/cuda_error.h"
-#include "encore/shims/kernels.h"
+#include "encore/shims/internal/kernels.h"
 
 namespace encore::shims {
 namespace {

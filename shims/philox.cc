@@ -6,12 +6,12 @@
 #include <string>
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/device_state.h"
-#include "encore/core/log.h"
-#include "encore/shims/kernels.h"
-#include "encore/shims/readback.h"
+#include "encore/core/internal/device_state.h"
+#include "encore/core/internal/log.h"
+#include "encore/shims/internal/kernels.h"
+#include "encore/shims/internal/readback.h"
 
 namespace encore::shims {
 namespace {

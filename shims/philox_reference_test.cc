@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU tests of the Philox4x32-10 code that the kernels share: Random123's
 // known-answer vectors, the counter layout, and the float conversions.
-#include "encore/shims/philox_reference.h"
+#include "encore/shims/internal/philox_reference.h"
 
 #include <gtest/gtest.h>
 

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/log_capture.h"
-#include "encore/core/stream.h"
-#include "encore/shims/philox_reference.h"
+#include "encore/core/internal/stream.h"
+#include "encore/shims/internal/philox_reference.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/process_util.h"
 

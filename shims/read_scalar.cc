@@ -5,10 +5,10 @@
 #include <string>
 #include <type_traits>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/shims/kernels.h"
-#include "encore/shims/readback.h"
+#include "encore/shims/internal/kernels.h"
+#include "encore/shims/internal/readback.h"
 
 namespace encore::shims {
 

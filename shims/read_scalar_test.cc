@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/tests/gpu_test_util.h"
-#include "encore/core/stream.h"
+#include "encore/core/internal/stream.h"
 #include "encore/shims/masked_copy.h"
-#include "encore/core/scoped_thread_capture.h"
+#include "encore/core/internal/scoped_thread_capture.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/process_util.h"
 

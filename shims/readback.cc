@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/shims/readback.h"
+#include "encore/shims/internal/readback.h"
 
 #include <cstring>
 #include <string>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/scoped_thread_capture.h"
+#include "encore/core/internal/scoped_thread_capture.h"
 
 namespace encore::shims::internal {
 namespace {

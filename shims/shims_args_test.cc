@@ -9,14 +9,14 @@
 #include <string>
 #include <thread>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/log.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/log.h"
 #include "encore/tests/log_capture.h"
 #include "encore/core/tensor.h"
 #include "encore/shims/masked_copy.h"
 #include "encore/shims/philox.h"
 #include "encore/shims/read_scalar.h"
-#include "encore/core/scoped_thread_capture.h"
+#include "encore/core/internal/scoped_thread_capture.h"
 
 namespace encore::shims {
 namespace {

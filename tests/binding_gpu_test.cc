@@ -19,9 +19,9 @@
 #include <tuple>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/graph/manager.h"
-#include "encore/policy/binding_policy.h"
+#include "encore/policy/internal/binding_policy.h"
 #include "encore/policy/rank_consensus.h"
 #include "encore/shims/philox.h"
 #include "encore/tests/affine_call.h"

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "encore/core/stream.h"
+#include "encore/core/internal/stream.h"
 
 namespace encore::testing {
 

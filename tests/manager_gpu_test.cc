@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/log_capture.h"
 #include "encore/graph/manager.h"

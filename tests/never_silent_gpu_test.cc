@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "encore/graph/manager.h"
 #include "encore/shims/read_scalar.h"

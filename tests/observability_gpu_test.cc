@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/log.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/log.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/affine_call.h"
 #include "encore/tests/device_buffer.h"

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/affine_call.h"
 #include "encore/tests/device_buffer.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "encore/core/cuda_error.h"
-#include "encore/core/stream.h"
+#include "encore/core/internal/stream.h"
 #include "encore/graph/manager.h"
 #include "encore/shims/read_scalar.h"
 #include "encore/tests/device_buffer.h"

@@ -4,6 +4,10 @@
 
   python3 tools/bars.py [--max-file-lines N] [--max-function-lines N] [PATH...]
 
+With no PATH it also checks the house rules of tools/house_rules.py: the
+headers outside internal/ are exactly the public ones, and no code or doc
+cites a run, an issue or a session.
+
 With no PATH, checks the library: the C++ and CUDA sources and headers under
 core/ allocator/ graph/ policy/ shims/ interop/ and the top-level headers,
 tests, benchmarks, examples and third_party/ left out. A PATH that is a
@@ -362,7 +366,22 @@ def main(argv):
         print(p)
     print("bars: %d files, %d over (files <= %d lines, functions <= %d)" %
           (len(files), len(problems), args.max_file_lines, args.max_function_lines), file=sys.stderr)
+    if not args.paths:
+        problems += house_rules_problems(repo)
     return 1 if problems else 0
+
+
+def house_rules_problems(repo):
+    """tools/house_rules.py's checks of the whole repository, printed."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import house_rules  # noqa: E402 (beside this file)
+    headers = house_rules.header_problems(repo)
+    citations = house_rules.citation_problems(repo)
+    for p in headers + citations:
+        print(p)
+    print("house: %d public headers, %d headers on the wrong side of internal/, %d citations" %
+          (len(house_rules.public_headers(repo)), len(headers), len(citations)), file=sys.stderr)
+    return headers + citations
 
 
 if __name__ == "__main__":

@@ -132,5 +132,57 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(rc, 2)
 
 
+_house_spec = importlib.util.spec_from_file_location("house_rules", os.path.join(os.path.dirname(BARS),
+                                                                               "house_rules.py"))
+house = importlib.util.module_from_spec(_house_spec)
+_house_spec.loader.exec_module(house)
+
+
+class HouseRulesTest(CommandLineTest):
+    def test_headers_outside_internal_are_exactly_the_public_closure(self):
+        self.write("encore.h", '#include "encore/core/status.h"\n')
+        self.write("version.h", "#define V 1\n")
+        self.write("core/status.h", '#include "encore/core/tensor.h"\n#include <vector>\n')
+        self.write("core/tensor.h", "")
+        self.write("core/internal/log.h", '#include "encore/core/status.h"\n')
+        self.assertEqual(house.header_problems(self.dir), [])
+        self.assertEqual(house.public_headers(self.dir), {"encore.h", "version.h", "core/status.h", "core/tensor.h"})
+        self.write("core/cuda_api.h", "")  # private, but outside internal/
+        self.write("tests/helper.h", "")   # not a library folder
+        self.write("core/internal/tensor_view.h", "")
+        self.write("core/status.h", '#include "encore/core/internal/tensor_view.h"\n')
+        self.assertEqual(house.header_problems(self.dir), [
+            "core/cuda_api.h:1: a private header outside internal/ (no public header includes it): move it "
+            "under internal/",
+            "core/internal/tensor_view.h:1: a public header under internal/",
+            "core/tensor.h:1: a private header outside internal/ (no public header includes it): move it "
+            "under internal/"])  # sorted by path
+
+    def test_citations_of_runs_issues_and_sessions_are_found(self):
+        run, issue = "ru" + "n", "iss" + "ue"
+        lines = [
+            "// measured with bench/binding_micro; see docs/performance.md",
+            "// %s N steps of the same work, then %s a loop" % (run, run),
+            "// the floor read +3 us (%s W: on the next 4 KiB)" % run,
+            "// %ss O-V's +10 us" % run,
+            "// %s AB) found it" % run,
+            "// %s X of the third folder" % run,
+            "// as %s 26 asks" % issue,
+            "// fixed in " + "#" + "23 and &#38; is not one",
+            "// the eighth " + "session measured it",
+        ]
+        got = house.citation_problems_in("a.cc", lines)
+        self.assertEqual([g.split(": cites ")[0] for g in got], ["a.cc:%d" % n for n in (3, 4, 5, 6, 7, 8, 9)])
+        self.assertIn("a run letter ('%ss O-V')" % run, got[1])
+
+    def test_only_the_newest_changelog_section_counts(self):
+        old = "ru" + "n Q"
+        self.write("CHANGELOG.md", "# Changelog\n\n## [Unreleased]\n\n- clean\n\n## [0.1.0]\n\n- %s\n" % old)
+        self.write("docs/notes.md", "nothing cited\n")
+        self.write("lib/a.py", "# fixed after %s.\n" % old)
+        self.assertEqual(house.citation_problems(self.dir),
+                         ["lib/a.py:1: cites a run letter ('%s'): say why instead" % old])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)

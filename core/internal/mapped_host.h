@@ -3,7 +3,7 @@
 // device writes or reads it through device(), the host through host(), with
 // no copy and no sync: what the device checks' record, a WHILE loop's
 // runaway record and the padded rows' ring share. Every CUDA call goes
-// through the fault-injectable table (core/cuda_api.h).
+// through the fault-injectable table (core/internal/cuda_api.h).
 #ifndef ENCORE_CORE_INTERNAL_MAPPED_HOST_H_
 #define ENCORE_CORE_INTERNAL_MAPPED_HOST_H_
 
@@ -13,8 +13,8 @@
 #include <string_view>
 #include <utility>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/device_memory.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/device_memory.h"
 #include "encore/core/status.h"
 
 namespace encore {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/binding/internal/binding_choice.h"
+#include "encore/graph/binding/internal/binding_choice.h"
 
 #include <chrono>
 #include <utility>
 
-#include "encore/policy/binding_policy.h"
-#include "graph/internal/lap.h"
-#include "graph/pad/internal/padding.h"
+#include "encore/policy/internal/binding_policy.h"
+#include "encore/graph/internal/lap.h"
+#include "encore/graph/pad/internal/padding.h"
 
 namespace encore {
 namespace {

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/binding/internal/direct_form.h"
+#include "encore/graph/binding/internal/direct_form.h"
 
 #include <algorithm>
 #include <chrono>
 #include <utility>
 
-#include "encore/allocator/graph_arena.h"
-#include "encore/core/cuda_api.h"
+#include "encore/allocator/internal/graph_arena.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/policy/binding_policy.h"
-#include "graph/binding/internal/staging.h"
-#include "graph/internal/lap.h"
+#include "encore/policy/internal/binding_policy.h"
+#include "encore/graph/binding/internal/staging.h"
+#include "encore/graph/internal/lap.h"
 
 namespace encore {
 

@@ -2,13 +2,13 @@
 // The pure checks DirectGraph::Bind makes before binding a call's tensors
 // in place (no CUDA calls): overlap, alignment, and the rings of address
 // sets that missed or that CUDA refused.
-#include "graph/binding/internal/direct_form.h"
+#include "encore/graph/binding/internal/direct_form.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "graph/binding/internal/address_set.h"
+#include "encore/graph/binding/internal/address_set.h"
 
 namespace encore {
 namespace {

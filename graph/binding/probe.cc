@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/binding/internal/probe.h"
+#include "encore/graph/binding/internal/probe.h"
 
 #include <chrono>
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/binding/internal/binding_choice.h"
-#include "graph/internal/lap.h"
+#include "encore/graph/binding/internal/binding_choice.h"
+#include "encore/graph/internal/lap.h"
 
 namespace encore {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/binding/internal/reference_scan.h"
+#include "encore/graph/binding/internal/reference_scan.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,9 +7,9 @@
 #include <mutex>
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/graph/graph.h"
+#include "encore/graph/internal/graph.h"
 
 namespace encore {
 namespace {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/binding/internal/staged_form.h"
+#include "encore/graph/binding/internal/staged_form.h"
 
 #include <algorithm>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/capture/internal/stream_capture.h"
+#include "encore/graph/capture/internal/stream_capture.h"
 
 namespace encore {
 namespace {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/binding/internal/staging.h"
+#include "encore/graph/binding/internal/staging.h"
 
 #include <algorithm>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace {

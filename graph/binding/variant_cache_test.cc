@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // VariantCache's rules with a fake executable (an int naming its
 // instantiation): no GPU, every branch.
-#include "graph/binding/internal/variant_cache.h"
+#include "encore/graph/binding/internal/variant_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/capture/internal/capture_fence.h"
+#include "encore/graph/capture/internal/capture_fence.h"
 
 #include <mutex>
 #include <shared_mutex>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
 
 namespace encore {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fence between captures and device-wide syncs, with the device sync
 // answered by the fault seam (no GPU needed).
-#include "graph/capture/internal/capture_fence.h"
+#include "encore/graph/capture/internal/capture_fence.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace {

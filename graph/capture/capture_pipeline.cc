@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/capture/internal/capture_pipeline.h"
+#include "encore/graph/capture/internal/capture_pipeline.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/capture/internal/graph_dump.h"
-#include "graph/control/internal/conditional_support.h"
-#include "graph/capture/internal/graph_memory.h"
-#include "graph/instance/internal/launch.h"
-#include "graph/internal/messages.h"
-#include "graph/verify/internal/verification.h"
+#include "encore/graph/capture/internal/graph_dump.h"
+#include "encore/graph/control/internal/conditional_support.h"
+#include "encore/graph/capture/internal/graph_memory.h"
+#include "encore/graph/instance/internal/launch.h"
+#include "encore/graph/internal/messages.h"
+#include "encore/graph/verify/internal/verification.h"
 
 namespace encore {
 namespace {

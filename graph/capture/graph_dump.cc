@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/capture/internal/graph_dump.h"
+#include "encore/graph/capture/internal/graph_dump.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/log.h"
-#include "encore/core/text.h"
+#include "encore/core/internal/log.h"
+#include "encore/core/internal/text.h"
 
 namespace encore {
 namespace {

@@ -2,7 +2,7 @@
 // Graph dump file names: inside the dump directory whatever the method is
 // called, and never the same file for two names. CPU only: the DOT writer
 // itself is checked by ObservabilityGpuTest.
-#include "graph/capture/internal/graph_dump.h"
+#include "encore/graph/capture/internal/graph_dump.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/log.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/log.h"
 #include "encore/tests/log_capture.h"
 
 namespace encore {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/capture/internal/graph_memory.h"
+#include "encore/graph/capture/internal/graph_memory.h"
 
 #include <algorithm>
 #include <limits>

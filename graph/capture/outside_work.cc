@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/capture/internal/outside_work.h"
+#include "encore/graph/capture/internal/outside_work.h"
 
 #include <chrono>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/device_memory.h"
-#include "graph/capture/internal/capture_fence.h"
-#include "graph/capture/internal/outside_work_kernel.h"
+#include "encore/core/internal/device_memory.h"
+#include "encore/graph/capture/internal/capture_fence.h"
+#include "encore/graph/capture/internal/outside_work_kernel.h"
 
 namespace encore {
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 
-#include "encore/core/cuda_api.h"
-#include "graph/capture/internal/outside_work_kernel.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/graph/capture/internal/outside_work_kernel.h"
 
 namespace encore {
 namespace {

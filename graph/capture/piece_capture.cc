@@ -3,18 +3,18 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/device_state.h"
-#include "encore/core/scoped_thread_capture.h"
-#include "graph/binding/internal/binding_choice.h"
-#include "graph/binding/internal/probe.h"
-#include "graph/capture/internal/capture_pipeline.h"
-#include "graph/capture/internal/outside_work.h"
-#include "graph/capture/internal/stream_capture.h"
-#include "graph/control/internal/conditional_capture.h"
-#include "graph/instance/internal/launch.h"
-#include "graph/internal/messages.h"
+#include "encore/core/internal/device_state.h"
+#include "encore/core/internal/scoped_thread_capture.h"
+#include "encore/graph/binding/internal/binding_choice.h"
+#include "encore/graph/binding/internal/probe.h"
+#include "encore/graph/capture/internal/capture_pipeline.h"
+#include "encore/graph/capture/internal/outside_work.h"
+#include "encore/graph/capture/internal/stream_capture.h"
+#include "encore/graph/control/internal/conditional_capture.h"
+#include "encore/graph/instance/internal/launch.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 namespace {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/capture/internal/stream_capture.h"
+#include "encore/graph/capture/internal/stream_capture.h"
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/log.h"
+#include "encore/core/internal/log.h"
 
 namespace encore {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/checks/internal/device_check_kernel.h"
+#include "encore/graph/checks/internal/device_check_kernel.h"
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace {

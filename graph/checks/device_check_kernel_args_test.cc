@@ -2,7 +2,7 @@
 // LaunchDeviceCheck's argument checks, which return before any CUDA call.
 #include <gtest/gtest.h>
 
-#include "graph/checks/internal/device_check_kernel.h"
+#include "encore/graph/checks/internal/device_check_kernel.h"
 
 namespace encore {
 namespace {

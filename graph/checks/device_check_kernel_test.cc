@@ -3,7 +3,7 @@
 // not), first failure wins, a failure inside a replayed graph leaves the
 // context usable, and trap mode, run in a child process, poisons the child's
 // context.
-#include "graph/checks/internal/device_check_kernel.h"
+#include "encore/graph/checks/internal/device_check_kernel.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "encore/tests/gpu_test_util.h"
-#include "graph/checks/internal/mapped_check_record.h"
+#include "encore/graph/checks/internal/mapped_check_record.h"
 #include "encore/shims/masked_copy.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/process_util.h"

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/checks/internal/device_checks.h"
+#include "encore/graph/checks/internal/device_checks.h"
 
 #include <chrono>
 #include <thread>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/capture/internal/capture_fence.h"
-#include "graph/checks/internal/device_check_kernel.h"
-#include "graph/internal/messages.h"
+#include "encore/graph/capture/internal/capture_fence.h"
+#include "encore/graph/checks/internal/device_check_kernel.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 namespace {

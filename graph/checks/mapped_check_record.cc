@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/checks/internal/mapped_check_record.h"
+#include "encore/graph/checks/internal/mapped_check_record.h"
 
 #include <atomic>
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/internal/body_stream_pool.h"
+#include "encore/graph/control/internal/body_stream_pool.h"
 
 #include <string>
 #include <utility>
 
-#include "encore/core/scoped_thread_capture.h"
+#include "encore/core/internal/scoped_thread_capture.h"
 
 namespace encore {
 namespace {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/internal/conditional_capture.h"
+#include "encore/graph/control/internal/conditional_capture.h"
 
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
 
 namespace encore {

@@ -10,8 +10,8 @@
 
 #include <vector>
 
-#include "graph/control/control_gpu_fixture.h"
-#include "graph/control/internal/eager_control.h"
+#include "encore/graph/control/internal/control_gpu_fixture.h"
+#include "encore/graph/control/internal/eager_control.h"
 
 namespace encore {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/cuda_api.h"
-#include "graph/control/control_gpu_fixture.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/graph/control/internal/control_gpu_fixture.h"
 
 namespace encore {
 namespace {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/internal/conditional_support.h"
+#include "encore/graph/control/internal/conditional_support.h"
 
 #include <cuda_runtime_api.h>
 
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace {

@@ -3,12 +3,12 @@
 // missing piece (headers, runtime, driver) is named with its version, and a
 // failed version query through the fault seam is "not supported", naming
 // the call.
-#include "graph/control/internal/conditional_support.h"
+#include "encore/graph/control/internal/conditional_support.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace {

@@ -5,14 +5,14 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/scoped_thread_capture.h"
-#include "graph/control/internal/body_stream_pool.h"
-#include "graph/control/internal/conditional_capture.h"
-#include "graph/control/internal/eager_control.h"
-#include "graph/control/internal/graph_walk.h"
-#include "graph/control/internal/loop_counters.h"
-#include "graph/control/internal/loop_record.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/scoped_thread_capture.h"
+#include "encore/graph/control/internal/body_stream_pool.h"
+#include "encore/graph/control/internal/conditional_capture.h"
+#include "encore/graph/control/internal/eager_control.h"
+#include "encore/graph/control/internal/graph_walk.h"
+#include "encore/graph/control/internal/loop_counters.h"
+#include "encore/graph/control/internal/loop_record.h"
 
 namespace encore {
 namespace {

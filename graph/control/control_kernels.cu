@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/internal/control_kernels.h"
+#include "encore/graph/control/internal/control_kernels.h"
 
 #include <cuda_runtime.h>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/control_test_kernels.h"
+#include "encore/graph/control/internal/control_test_kernels.h"
 
 namespace encore::testing {
 namespace {

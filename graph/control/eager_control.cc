@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/internal/eager_control.h"
+#include "encore/graph/control/internal/eager_control.h"
 
 #include <string>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/core/scoped_thread_capture.h"
+#include "encore/core/internal/scoped_thread_capture.h"
 
 namespace encore {
 
 StatusOr<bool> ReadFlag(const bool* device_cond, cudaStream_t stream, bool* pinned_byte) {
   if (device_cond == nullptr) return InvalidArgumentError("If/While: the condition pointer is null");
   // Checked before the stream: a sync of any stream from a capturing thread
-  // invalidates that thread's capture (see core/scoped_thread_capture.h).
+  // invalidates that thread's capture (see core/internal/scoped_thread_capture.h).
   if (ScopedThreadCapture::Active()) {
     return CaptureRefusal("If/While: reading the condition on the host inside a capture; captured calls use "
                           "conditional nodes (ConditionalCapture)");

@@ -2,13 +2,13 @@
 // The eager If and While (a host read of the flag per test) against the
 // conditional nodes: the same counts for the same device flags, the same
 // bound, and a flag read that refuses inside a capture without breaking it.
-#include "graph/control/internal/eager_control.h"
+#include "encore/graph/control/internal/eager_control.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
-#include "encore/core/device_memory.h"
-#include "graph/control/control_gpu_fixture.h"
+#include "encore/core/internal/device_memory.h"
+#include "encore/graph/control/internal/control_gpu_fixture.h"
 
 namespace encore {
 namespace {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/internal/graph_walk.h"
+#include "encore/graph/control/internal/graph_walk.h"
 
 #include <cuda.h>
 
 #include <string>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/graph/graph.h"
+#include "encore/graph/internal/graph.h"
 
 namespace encore {
 namespace {

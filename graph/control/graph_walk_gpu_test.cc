@@ -7,7 +7,7 @@
 // one graph and cudaGraphExecUpdate from a recaptured graph (documented as
 // unsupported or restricted; each fails only if CUDA accepts the call and
 // then computes a wrong result).
-#include "graph/control/internal/graph_walk.h"
+#include "encore/graph/control/internal/graph_walk.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <map>
 #include <vector>
 
-#include "graph/control/control_gpu_fixture.h"
+#include "encore/graph/control/internal/control_gpu_fixture.h"
 
 namespace encore {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/control/internal/loop_counters.h"
+#include "encore/graph/control/internal/loop_counters.h"
 
 #include <string>
 

@@ -3,12 +3,12 @@
 // conditional nodes (graph/control); eager and warmup calls read the flag on
 // the host before each test (a stream sync each: right, and no graph to
 // keep for calls that are eager anyway).
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/control/internal/conditional_support.h"
-#include "graph/control/internal/eager_control.h"
-#include "graph/engine/internal/method_instance.h"
-#include "graph/internal/messages.h"
+#include "encore/graph/control/internal/conditional_support.h"
+#include "encore/graph/control/internal/eager_control.h"
+#include "encore/graph/engine/internal/method_instance.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/engine/internal/dispatcher.h"
+#include "encore/graph/engine/internal/dispatcher.h"
 
 #include <algorithm>
 #include <string>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/policy/pad_policy.h"
-#include "graph/capture/internal/capture_pipeline.h"
-#include "graph/capture/internal/graph_memory.h"
-#include "graph/internal/messages.h"
+#include "encore/policy/internal/pad_policy.h"
+#include "encore/graph/capture/internal/capture_pipeline.h"
+#include "encore/graph/capture/internal/graph_memory.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 namespace {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/engine/internal/method_instance.h"
+#include "encore/graph/engine/internal/method_instance.h"
 
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/capture/internal/graph_memory.h"
-#include "graph/internal/messages.h"
+#include "encore/graph/capture/internal/graph_memory.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "encore/policy/pad_policy.h"
-#include "graph/capture/internal/capture_pipeline.h"
-#include "graph/capture/internal/graph_memory.h"
-#include "graph/engine/internal/dispatcher.h"
-#include "graph/instance/internal/launch.h"
-#include "graph/internal/messages.h"
+#include "encore/policy/internal/pad_policy.h"
+#include "encore/graph/capture/internal/capture_pipeline.h"
+#include "encore/graph/capture/internal/graph_memory.h"
+#include "encore/graph/engine/internal/dispatcher.h"
+#include "encore/graph/instance/internal/launch.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 namespace {

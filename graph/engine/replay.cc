@@ -3,10 +3,10 @@
 // they were: the executable found (no CUDA call) and one cudaGraphLaunch.
 #include <optional>
 
-#include "graph/binding/internal/binding_choice.h"
-#include "graph/engine/internal/dispatcher.h"
-#include "graph/instance/internal/launch.h"
-#include "graph/verify/internal/verification.h"
+#include "encore/graph/binding/internal/binding_choice.h"
+#include "encore/graph/engine/internal/dispatcher.h"
+#include "encore/graph/instance/internal/launch.h"
+#include "encore/graph/verify/internal/verification.h"
 
 namespace encore {
 namespace {

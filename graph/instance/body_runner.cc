@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/body_runner.h"
+#include "encore/graph/instance/internal/body_runner.h"
 
 #include <exception>
 
-#include "graph/internal/messages.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/graph_cache.h"
+#include "encore/graph/instance/internal/graph_cache.h"
 
 #include <algorithm>
 #include <utility>

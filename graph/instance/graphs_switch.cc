@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/graphs_switch.h"
+#include "encore/graph/instance/internal/graphs_switch.h"
 
-#include "encore/core/log.h"
+#include "encore/core/internal/log.h"
 
 namespace encore {
 

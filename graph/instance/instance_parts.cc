@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/instance_parts.h"
+#include "encore/graph/instance/internal/instance_parts.h"
 
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/last_launch.h"
+#include "encore/graph/instance/internal/last_launch.h"
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/internal/messages.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/launch.h"
+#include "encore/graph/instance/internal/launch.h"
 
 namespace encore {
 

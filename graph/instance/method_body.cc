@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/method_body.h"
+#include "encore/graph/instance/internal/method_body.h"
 
 #include <set>
 #include <utility>
 
-#include "graph/internal/messages.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/instance/internal/method_body.h"
+#include "encore/graph/instance/internal/method_body.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/pad/internal/pad_rows.h"
+#include "encore/graph/pad/internal/pad_rows.h"
 
 #include <atomic>
 
-#include "graph/internal/messages.h"
+#include "encore/graph/internal/messages.h"
 
 namespace encore {
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/pad/internal/padding.h"
+#include "encore/graph/pad/internal/padding.h"
 
 #include <algorithm>
 
 #include "encore/graph/method_report.h"
-#include "encore/policy/pad_policy.h"
+#include "encore/policy/internal/pad_policy.h"
 
 namespace encore {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/block_map.h"
+#include "encore/graph/verify/internal/block_map.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // BlockMap: blocks numbered across regions, partial last blocks, empty
 // regions, and the checks on regions and block lists.
-#include "graph/verify/internal/block_map.h"
+#include "encore/graph/verify/internal/block_map.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/block_snapshot.h"
+#include "encore/graph/verify/internal/block_snapshot.h"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/verify/internal/device_io.h"
+#include "encore/graph/verify/internal/device_io.h"
 
 namespace encore {
 namespace {

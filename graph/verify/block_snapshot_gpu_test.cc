@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "graph/verify/internal/block_snapshot.h"
-#include "graph/verify/internal/region_checksums.h"
-#include "graph/verify/internal/verify_test_util.h"
+#include "encore/graph/verify/internal/block_snapshot.h"
+#include "encore/graph/verify/internal/region_checksums.h"
+#include "encore/graph/verify/internal/verify_test_util.h"
 
 namespace encore {
 namespace {

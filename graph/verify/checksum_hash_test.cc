@@ -2,7 +2,7 @@
 // The checksum's definition (host reference): every single-bit flip in any
 // word changes it, swapped words change it, a partial last word counts its
 // bytes only, and it is a plain sum of per-word terms.
-#include "graph/verify/internal/checksum_hash.h"
+#include "encore/graph/verify/internal/checksum_hash.h"
 
 #include <gtest/gtest.h>
 

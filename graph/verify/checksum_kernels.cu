@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/cuda_api.h"
-#include "graph/verify/internal/block_map.h"
-#include "graph/verify/internal/checksum_hash.h"
-#include "graph/verify/internal/checksum_kernels.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/graph/verify/internal/block_map.h"
+#include "encore/graph/verify/internal/checksum_hash.h"
+#include "encore/graph/verify/internal/checksum_kernels.h"
 
 namespace encore::checksum {
 namespace {

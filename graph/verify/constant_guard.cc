@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/constant_guard.h"
+#include "encore/graph/verify/internal/constant_guard.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
 
 namespace encore {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/verify/internal/output_compare.h"
-#include "graph/verify/internal/device_diff.h"
-#include "graph/verify/internal/verify_test_util.h"
+#include "encore/graph/verify/internal/output_compare.h"
+#include "encore/graph/verify/internal/device_diff.h"
+#include "encore/graph/verify/internal/verify_test_util.h"
 
 namespace encore {
 namespace {

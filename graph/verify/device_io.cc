@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/device_io.h"
+#include "encore/graph/verify/internal/device_io.h"
 
 #include <string>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore::verify_io {
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/tensor.h"
-#include "graph/verify/internal/diff_kernels.h"
+#include "encore/graph/verify/internal/diff_kernels.h"
 
 namespace encore::diff {
 namespace {
@@ -48,7 +48,7 @@ __device__ uint64_t LoadBits(const unsigned char* at, int bytes, bool aligned) {
   return v;
 }
 
-// Exact, as HalfToFloat in graph/output_compare.cc.
+// Exact, as HalfToFloat in graph/verify/output_compare.cc.
 __device__ float HalfBitsToFloat(uint32_t h) {
   const uint32_t sign = (h >> 15) & 1;
   const uint32_t exp = (h >> 10) & 0x1f;
@@ -64,7 +64,7 @@ __device__ float HalfBitsToFloat(uint32_t h) {
   return sign != 0 ? -v : v;
 }
 
-// ElementValue (graph/output_compare.h) on the device.
+// ElementValue (graph/verify/internal/output_compare.h) on the device.
 __device__ double Value(int dtype, uint64_t bits) {
   switch (static_cast<DType>(dtype)) {
     case DType::kFloat32:
@@ -88,7 +88,7 @@ __device__ double Value(int dtype, uint64_t bits) {
   return 0;
 }
 
-// Close in graph/output_compare.cc.
+// Close in graph/verify/output_compare.cc.
 __device__ bool Close(double g, double e, double tol) {
   if (isnan(g) || isnan(e)) return isnan(g) && isnan(e);
   if (isinf(g) || isinf(e)) return g == e;

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "graph/verify/internal/checksum_hash.h"
-#include "graph/verify/internal/device_diff.h"
-#include "graph/verify/internal/region_checksums.h"
-#include "graph/verify/internal/verify_test_util.h"
+#include "encore/graph/verify/internal/checksum_hash.h"
+#include "encore/graph/verify/internal/device_diff.h"
+#include "encore/graph/verify/internal/region_checksums.h"
+#include "encore/graph/verify/internal/verify_test_util.h"
 
 namespace encore {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/output_compare.h"
+#include "encore/graph/verify/internal/output_compare.h"
 
 #include <gtest/gtest.h>
 

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/region_checksums.h"
+#include "encore/graph/verify/internal/region_checksums.h"
 
 #include <algorithm>
 #include <climits>
 #include <string>
 #include <utility>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/verify/internal/device_io.h"
+#include "encore/graph/verify/internal/device_io.h"
 
 namespace encore {
 namespace {

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "graph/verify/internal/checksum_hash.h"
-#include "graph/verify/internal/region_checksums.h"
-#include "graph/verify/internal/verify_test_util.h"
+#include "encore/graph/verify/internal/checksum_hash.h"
+#include "encore/graph/verify/internal/region_checksums.h"
+#include "encore/graph/verify/internal/verify_test_util.h"
 
 namespace encore {
 namespace {

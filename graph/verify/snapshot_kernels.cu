@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/core/cuda_api.h"
-#include "graph/verify/internal/block_map.h"
-#include "graph/verify/internal/snapshot_kernels.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/graph/verify/internal/block_map.h"
+#include "encore/graph/verify/internal/snapshot_kernels.h"
 
 namespace encore::snapshot {
 namespace {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/verification.h"
+#include "encore/graph/verify/internal/verification.h"
 
 #include <chrono>
 #include <string>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 
 namespace encore {
 

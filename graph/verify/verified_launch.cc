@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "graph/verify/internal/verified_launch.h"
+#include "encore/graph/verify/internal/verified_launch.h"
 
 #include <algorithm>
 
-#include "encore/core/cuda_api.h"
+#include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "graph/capture/internal/capture_fence.h"
+#include "encore/graph/capture/internal/capture_fence.h"
 
 namespace encore {
 namespace {

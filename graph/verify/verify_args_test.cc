@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "graph/verify/internal/output_compare.h"
-#include "graph/verify/internal/block_snapshot.h"
-#include "graph/verify/internal/device_diff.h"
-#include "graph/verify/internal/region_checksums.h"
+#include "encore/graph/verify/internal/output_compare.h"
+#include "encore/graph/verify/internal/block_snapshot.h"
+#include "encore/graph/verify/internal/device_diff.h"
+#include "encore/graph/verify/internal/region_checksums.h"
 
 namespace encore {
 namespace {

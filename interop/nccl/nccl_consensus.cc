@@ -6,9 +6,9 @@
 #include <string>
 #include <thread>
 
-#include "encore/core/cuda_api.h"
-#include "encore/core/device_memory.h"
-#include "encore/core/stream.h"
+#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/device_memory.h"
+#include "encore/core/internal/stream.h"
 
 namespace encore {
 namespace internal {

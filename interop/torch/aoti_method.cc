@@ -18,7 +18,7 @@
 
 #include "encore/interop/torch/scope.h"
 #include "encore/interop/torch/tensor_ref.h"
-#include "interop/torch/torch_status.h"  // private to interop/torch/
+#include "encore/interop/torch/internal/torch_status.h"  // private to interop/torch/
 
 namespace encore::torch {
 namespace {

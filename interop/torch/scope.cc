@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "interop/torch/torch_status.h"  // private to interop/torch/
+#include "encore/interop/torch/internal/torch_status.h"  // private to interop/torch/
 
 namespace encore::torch {
 

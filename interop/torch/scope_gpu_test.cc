@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "encore/interop/torch/torch_test_util.h"
+#include "encore/interop/torch/internal/torch_test_util.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/process_util.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "interop/torch/torch_status.h"  // private to interop/torch/
+#include "encore/interop/torch/internal/torch_status.h"  // private to interop/torch/
 
 #include <c10/util/Exception.h>
 

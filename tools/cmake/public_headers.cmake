@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The headers `cmake --install` ships: exactly the closure of the entry
 # headers under the #include "encore/..." lines, so that a private header
-# (graph/method_instance.h, core/log.h, anything under internal/) is never
-# installed and a public one never includes something that is not.
+# (every one lives under an internal/ folder, e.g. core/internal/log.h) is
+# never installed and a public one never includes something that is not.
+# tools/bars.py checks that the headers outside internal/ are exactly these.
 # tools/cmake/installed_headers/ checks the installed tree the same way,
 # from the other side, and compiles every header in it alone.
 #

@@ -14,7 +14,7 @@
 
 #include "encore/core/internal/args.h"
 #include "encore/core/tensor.h"
-#include "encore/core/text.h"
+#include "encore/core/internal/text.h"
 
 namespace encore {
 

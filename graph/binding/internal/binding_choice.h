@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // How one captured piece reaches the caller's buffers (MethodFlags::
 // binding): staged, or its direct form, chosen after the reference scan
-// (policy/binding_policy.h holds the rule), and, under binding=auto, judged
+// (policy/internal/binding_policy.h holds the rule), and, under binding=auto, judged
 // again once replays show whether the caller's addresses recur.
 #ifndef ENCORE_GRAPH_BINDING_INTERNAL_BINDING_CHOICE_H_
 #define ENCORE_GRAPH_BINDING_INTERNAL_BINDING_CHOICE_H_
@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "graph/binding/internal/direct_form.h"
-#include "graph/binding/internal/reference_scan.h"
-#include "graph/instance/internal/instance_parts.h"
+#include "encore/graph/binding/internal/direct_form.h"
+#include "encore/graph/binding/internal/reference_scan.h"
+#include "encore/graph/instance/internal/instance_parts.h"
 
 namespace encore {
 

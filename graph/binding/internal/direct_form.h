@@ -17,10 +17,10 @@
 
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "encore/graph/graph.h"
-#include "graph/binding/internal/address_set.h"
-#include "graph/binding/internal/reference_scan.h"
-#include "graph/binding/internal/variant_cache.h"
+#include "encore/graph/internal/graph.h"
+#include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/binding/internal/reference_scan.h"
+#include "encore/graph/binding/internal/variant_cache.h"
 
 namespace encore {
 

@@ -20,8 +20,8 @@
 #include <optional>
 #include <string>
 
-#include "graph/instance/internal/instance_parts.h"
-#include "graph/verify/internal/verified_launch.h"
+#include "encore/graph/instance/internal/instance_parts.h"
+#include "encore/graph/verify/internal/verified_launch.h"
 
 namespace encore {
 

@@ -25,8 +25,8 @@
 
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "graph/binding/internal/address_set.h"
-#include "graph/control/internal/graph_walk.h"
+#include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/control/internal/graph_walk.h"
 
 namespace encore {
 

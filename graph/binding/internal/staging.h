@@ -13,7 +13,7 @@
 // method's launch count names, copy b rows of each input and zero the rest
 // of the bucket's rows, and publish each output's b-row byte count for the
 // tail; the last tail counts the launch. A replay with a new b costs no
-// parameter rewrite at all (graph/pad_rows.h keeps the host side).
+// parameter rewrite at all (graph/pad/internal/pad_rows.h keeps the host side).
 #ifndef ENCORE_GRAPH_BINDING_INTERNAL_STAGING_H_
 #define ENCORE_GRAPH_BINDING_INTERNAL_STAGING_H_
 

@@ -15,17 +15,17 @@
 #include <vector>
 
 #include "encore/core/status.h"
-#include "encore/graph/graph.h"
+#include "encore/graph/internal/graph.h"
 #include "encore/graph/method_report.h"
-#include "encore/policy/capture_policy.h"
-#include "graph/binding/internal/binding_choice.h"
-#include "graph/binding/internal/direct_form.h"
-#include "graph/control/internal/graph_walk.h"
-#include "graph/instance/internal/call_plan.h"
-#include "graph/instance/internal/graph_entry.h"
-#include "graph/instance/internal/method_body.h"
-#include "graph/internal/lap.h"
-#include "graph/verify/internal/verified_launch.h"
+#include "encore/policy/internal/capture_policy.h"
+#include "encore/graph/binding/internal/binding_choice.h"
+#include "encore/graph/binding/internal/direct_form.h"
+#include "encore/graph/control/internal/graph_walk.h"
+#include "encore/graph/instance/internal/call_plan.h"
+#include "encore/graph/instance/internal/graph_entry.h"
+#include "encore/graph/instance/internal/method_body.h"
+#include "encore/graph/internal/lap.h"
+#include "encore/graph/verify/internal/verified_launch.h"
 
 namespace encore {
 

@@ -17,9 +17,9 @@
 #include <cstdint>
 
 #include "encore/core/status.h"
-#include "graph/capture/internal/capture_job.h"
-#include "graph/instance/internal/call_plan.h"
-#include "graph/instance/internal/instance_parts.h"
+#include "encore/graph/capture/internal/capture_job.h"
+#include "encore/graph/instance/internal/call_plan.h"
+#include "encore/graph/instance/internal/instance_parts.h"
 
 namespace encore {
 

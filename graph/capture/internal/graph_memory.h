@@ -11,8 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "graph/binding/internal/address_set.h"
-#include "graph/instance/internal/instance_parts.h"
+#include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/instance/internal/instance_parts.h"
 
 namespace encore {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "encore/core/status.h"
-#include "graph/binding/internal/address_set.h"
+#include "encore/graph/binding/internal/address_set.h"
 
 namespace encore {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "encore/core/status.h"
-#include "graph/capture/internal/capture_fence.h"
-#include "encore/graph/graph.h"
+#include "encore/graph/capture/internal/capture_fence.h"
+#include "encore/graph/internal/graph.h"
 
 namespace encore {
 

@@ -17,10 +17,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "encore/core/device_memory.h"
-#include "encore/core/log.h"
+#include "encore/core/internal/device_memory.h"
+#include "encore/core/internal/log.h"
 #include "encore/core/status.h"
-#include "graph/checks/internal/mapped_check_record.h"
+#include "encore/graph/checks/internal/mapped_check_record.h"
 #include "encore/policy/method_flags.h"
 
 namespace encore {

@@ -9,7 +9,7 @@
 
 #include "encore/core/internal/mapped_host.h"
 #include "encore/core/status.h"
-#include "graph/checks/internal/device_check_kernel.h"
+#include "encore/graph/checks/internal/device_check_kernel.h"
 
 namespace encore {
 

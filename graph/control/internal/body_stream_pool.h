@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "encore/core/status.h"
-#include "encore/core/stream.h"
+#include "encore/core/internal/stream.h"
 
 namespace encore {
 

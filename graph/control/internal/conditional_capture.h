@@ -25,11 +25,11 @@
 #include <cstdint>
 
 #include "encore/core/status.h"
-#include "graph/control/internal/body_fn.h"
-#include "graph/control/internal/body_stream_pool.h"
-#include "graph/control/internal/control_kernels.h"
-#include "graph/control/internal/graph_walk.h"
-#include "graph/control/internal/loop_counters.h"
+#include "encore/graph/control/internal/body_fn.h"
+#include "encore/graph/control/internal/body_stream_pool.h"
+#include "encore/graph/control/internal/control_kernels.h"
+#include "encore/graph/control/internal/graph_walk.h"
+#include "encore/graph/control/internal/loop_counters.h"
 
 namespace encore {
 

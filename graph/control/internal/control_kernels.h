@@ -5,7 +5,7 @@
 // A WHILE loop's iterations are counted on the device; one that reaches its
 // bound with the flag still true stops there and writes a LoopRunaway to
 // mapped pinned host memory (LoopRecord owns one), as a failed Call::Check
-// writes its CheckRecord (graph/device_check_kernel.h).
+// writes its CheckRecord (graph/checks/internal/device_check_kernel.h).
 #ifndef ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_KERNELS_H_
 #define ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_KERNELS_H_
 

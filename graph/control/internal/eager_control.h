@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "encore/core/status.h"
-#include "graph/control/internal/body_fn.h"
+#include "encore/graph/control/internal/body_fn.h"
 
 namespace encore {
 

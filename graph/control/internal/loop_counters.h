@@ -10,7 +10,7 @@
 
 #include <utility>
 
-#include "encore/core/device_memory.h"
+#include "encore/core/internal/device_memory.h"
 #include "encore/core/status.h"
 
 namespace encore {

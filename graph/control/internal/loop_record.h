@@ -16,7 +16,7 @@
 
 #include "encore/core/internal/mapped_host.h"
 #include "encore/core/status.h"
-#include "graph/control/internal/control_kernels.h"
+#include "encore/graph/control/internal/control_kernels.h"
 
 namespace encore {
 

@@ -2,7 +2,7 @@
 // Dispatcher: what each call of a method instance does. A call that matches
 // the most recent graph (or, padded, its bucket's graph) replays at once,
 // validating nothing twice; every other call is validated and handed to the
-// one decision (policy/capture_policy.h Decide, the mode as data: plain,
+// one decision (policy/internal/capture_policy.h Decide, the mode as data: plain,
 // padded, Precapture), and the action taken is one of warm up, capture,
 // replay, run eagerly or refuse. Every replay goes through Replay.
 #ifndef ENCORE_GRAPH_ENGINE_INTERNAL_DISPATCHER_H_
@@ -14,9 +14,9 @@
 #include <string>
 
 #include "encore/core/status.h"
-#include "encore/policy/capture_policy.h"
-#include "graph/instance/internal/call_plan.h"
-#include "graph/instance/internal/instance_parts.h"
+#include "encore/policy/internal/capture_policy.h"
+#include "encore/graph/instance/internal/call_plan.h"
+#include "encore/graph/instance/internal/instance_parts.h"
 
 namespace encore {
 

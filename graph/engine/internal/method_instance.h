@@ -14,9 +14,9 @@
 #include "encore/core/status.h"
 #include "encore/graph/call.h"
 #include "encore/graph/method_report.h"
-#include "graph/engine/internal/dispatcher.h"
-#include "graph/instance/internal/instance_parts.h"
-#include "graph/internal/call_host.h"
+#include "encore/graph/engine/internal/dispatcher.h"
+#include "encore/graph/instance/internal/instance_parts.h"
+#include "encore/graph/internal/call_host.h"
 
 namespace encore {
 

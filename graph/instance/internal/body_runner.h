@@ -14,12 +14,12 @@
 #include <memory>
 #include <vector>
 
-#include "encore/allocator/graph_arena.h"
+#include "encore/allocator/internal/graph_arena.h"
 #include "encore/core/status.h"
 #include "encore/graph/call.h"
-#include "graph/binding/internal/address_set.h"
-#include "graph/instance/internal/method_body.h"
-#include "graph/internal/call_host.h"
+#include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/instance/internal/method_body.h"
+#include "encore/graph/internal/call_host.h"
 
 namespace encore {
 

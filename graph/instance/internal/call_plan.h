@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "graph/binding/internal/address_set.h"
-#include "graph/instance/internal/graph_entry.h"
+#include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/instance/internal/graph_entry.h"
 
 namespace encore {
 

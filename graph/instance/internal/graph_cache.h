@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "encore/allocator/graph_arena.h"
+#include "encore/allocator/internal/graph_arena.h"
 #include "encore/core/tensor.h"
-#include "graph/instance/internal/graph_entry.h"
-#include "graph/instance/internal/last_launch.h"
+#include "encore/graph/instance/internal/graph_entry.h"
+#include "encore/graph/instance/internal/last_launch.h"
 
 namespace encore {
 

@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/device_state.h"
+#include "encore/core/internal/device_state.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "encore/graph/graph.h"
-#include "encore/policy/binding_policy.h"
-#include "encore/policy/call_signature.h"
-#include "graph/binding/internal/direct_form.h"
-#include "graph/binding/internal/staged_form.h"
-#include "graph/control/internal/loop_counters.h"
+#include "encore/graph/internal/graph.h"
+#include "encore/policy/internal/binding_policy.h"
+#include "encore/policy/internal/call_signature.h"
+#include "encore/graph/binding/internal/direct_form.h"
+#include "encore/graph/binding/internal/staged_form.h"
+#include "encore/graph/control/internal/loop_counters.h"
 
 namespace encore {
 

@@ -19,7 +19,7 @@
 
 #include "encore/core/cuda_handle.h"
 #include "encore/core/status.h"
-#include "encore/core/stream.h"
+#include "encore/core/internal/stream.h"
 
 namespace encore {
 

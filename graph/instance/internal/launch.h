@@ -9,10 +9,10 @@
 #include <cstdint>
 
 #include "encore/core/status.h"
-#include "encore/graph/graph.h"
-#include "graph/binding/internal/address_set.h"
-#include "graph/instance/internal/graph_entry.h"
-#include "graph/instance/internal/instance_parts.h"
+#include "encore/graph/internal/graph.h"
+#include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/instance/internal/graph_entry.h"
+#include "encore/graph/instance/internal/instance_parts.h"
 
 namespace encore {
 

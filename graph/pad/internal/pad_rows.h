@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // PadRows: the host side of the ring that hands each launch of a padded
-// method's graphs its batch b without a CUDA call (graph/staging.h). Before
+// method's graphs its batch b without a CUDA call (graph/binding/internal/staging.h). Before
 // a launch the method writes b into the slot of that launch; the graph's
 // heads read it, and its last tail counts the launch, so the host knows how
 // far the device got. A slot is rewritten only after the launch that read
@@ -17,7 +17,7 @@
 #include "encore/core/internal/mapped_host.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "graph/binding/internal/staging.h"
+#include "encore/graph/binding/internal/staging.h"
 
 namespace encore {
 

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "encore/core/tensor.h"
-#include "encore/policy/binding_policy.h"
-#include "encore/policy/learned_buckets.h"
+#include "encore/policy/internal/binding_policy.h"
+#include "encore/policy/internal/learned_buckets.h"
 #include "encore/policy/method_flags.h"
-#include "graph/binding/internal/address_set.h"
-#include "graph/pad/internal/pad_rows.h"
+#include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/pad/internal/pad_rows.h"
 
 namespace encore {
 

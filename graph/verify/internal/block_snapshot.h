@@ -15,10 +15,10 @@
 #include <span>
 #include <vector>
 
-#include "encore/core/device_memory.h"
+#include "encore/core/internal/device_memory.h"
 #include "encore/core/status.h"
-#include "graph/verify/internal/block_map.h"
-#include "graph/verify/internal/snapshot_kernels.h"
+#include "encore/graph/verify/internal/block_map.h"
+#include "encore/graph/verify/internal/snapshot_kernels.h"
 
 namespace encore {
 

@@ -29,8 +29,8 @@
 
 #include "encore/core/status.h"
 #include "encore/graph/method_spec.h"
-#include "graph/verify/internal/block_snapshot.h"
-#include "graph/verify/internal/region_checksums.h"
+#include "encore/graph/verify/internal/block_snapshot.h"
+#include "encore/graph/verify/internal/region_checksums.h"
 
 namespace encore {
 

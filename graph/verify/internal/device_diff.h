@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// DeviceDiff: FirstDifference (graph/output_compare.h) on the device. One
+// DeviceDiff: FirstDifference (graph/verify/internal/output_compare.h) on the device. One
 // kernel finds the first differing element of two buffers laid out as one
 // TensorRef describes, with the same rule (row-major order of the shape,
 // strides followed, bytes between elements ignored; bitwise at tolerance 0,
@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/device_memory.h"
+#include "encore/core/internal/device_memory.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "graph/verify/internal/diff_kernels.h"
+#include "encore/graph/verify/internal/diff_kernels.h"
 
 namespace encore {
 
@@ -37,7 +37,7 @@ struct ElementDifference {
   bool differs() const { return index >= 0; }
 };
 
-// "byte 8: graph 1, eager 2", as graph/verifier.cc words a region's byte.
+// "byte 8: graph 1, eager 2", as FormatByteDifference (graph/verify/device_diff.cc) words a region's byte.
 std::string FormatByteDifference(int64_t offset, uint8_t graph, uint8_t eager);
 
 class DeviceDiff {

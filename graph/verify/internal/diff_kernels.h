@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kernel behind DeviceDiff (device_diff.h): finds the first element (in
 // row-major order of a shape, strides followed) where two buffers of the
-// same layout differ, with FirstDifference's rule (graph/output_compare.h),
+// same layout differ, with FirstDifference's rule (graph/verify/internal/output_compare.h),
 // and keeps that element's bytes from both for the host to format.
 #ifndef ENCORE_GRAPH_VERIFY_INTERNAL_DIFF_KERNELS_H_
 #define ENCORE_GRAPH_VERIFY_INTERNAL_DIFF_KERNELS_H_

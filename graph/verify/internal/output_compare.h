@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Compares a graph's output with an eager run's, element by element, on host
 // copies of the tensor's byte span. Pure logic, no CUDA: verification
-// (graph/verifier.h) copies both to the host and asks this.
+// (graph/verify/internal/verified_launch.h) copies both to the host and asks this.
 #ifndef ENCORE_GRAPH_VERIFY_INTERNAL_OUTPUT_COMPARE_H_
 #define ENCORE_GRAPH_VERIFY_INTERNAL_OUTPUT_COMPARE_H_
 

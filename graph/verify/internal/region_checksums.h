@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
-#include "encore/core/device_memory.h"
+#include "encore/core/internal/device_memory.h"
 #include "encore/core/status.h"
-#include "graph/verify/internal/block_map.h"
-#include "graph/verify/internal/checksum_kernels.h"
+#include "encore/graph/verify/internal/block_map.h"
+#include "encore/graph/verify/internal/checksum_kernels.h"
 
 namespace encore {
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "encore/core/status.h"
-#include "graph/instance/internal/instance_parts.h"
-#include "graph/verify/internal/verified_launch.h"
+#include "encore/graph/instance/internal/instance_parts.h"
+#include "encore/graph/verify/internal/verified_launch.h"
 
 namespace encore {
 

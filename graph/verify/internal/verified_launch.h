@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "encore/core/device_memory.h"
-#include "encore/core/device_state.h"
+#include "encore/core/internal/device_memory.h"
+#include "encore/core/internal/device_state.h"
 #include "encore/core/internal/args.h"
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
-#include "graph/verify/internal/constant_guard.h"
-#include "graph/verify/internal/device_diff.h"
+#include "encore/graph/verify/internal/constant_guard.h"
+#include "encore/graph/verify/internal/device_diff.h"
 
 namespace encore {
 

@@ -15,7 +15,7 @@
 
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
-#include "graph/verify/internal/block_map.h"
+#include "encore/graph/verify/internal/block_map.h"
 
 namespace encore::testing {
 

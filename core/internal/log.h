@@ -27,7 +27,7 @@
 #include <chrono>
 
 #include "encore/core/log_format.h"
-#include "encore/core/text.h"
+#include "encore/core/internal/text.h"
 
 namespace encore {
 

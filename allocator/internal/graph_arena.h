@@ -28,7 +28,7 @@
 #include <map>
 #include <vector>
 
-#include "encore/allocator/ledger.h"
+#include "encore/allocator/internal/ledger.h"
 #include "encore/allocator/memory_stats.h"
 #include "encore/core/status.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "encore/core/log.h"
+#include "encore/core/internal/log.h"
 #include "encore/core/status.h"
 #include "encore/policy/method_flags.h"
 #include "encore/policy/rank_consensus.h"

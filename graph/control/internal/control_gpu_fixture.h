@@ -16,16 +16,16 @@
 
 #include "encore/core/cuda_error.h"
 #include "encore/core/status.h"
-#include "encore/graph/graph.h"
-#include "graph/capture/internal/stream_capture.h"
+#include "encore/graph/internal/graph.h"
+#include "encore/graph/capture/internal/stream_capture.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/process_util.h"
-#include "graph/control/control_test_kernels.h"
-#include "graph/control/internal/body_stream_pool.h"
-#include "graph/control/internal/conditional_capture.h"
-#include "graph/control/internal/loop_counters.h"
-#include "graph/control/internal/loop_record.h"
+#include "encore/graph/control/internal/control_test_kernels.h"
+#include "encore/graph/control/internal/body_stream_pool.h"
+#include "encore/graph/control/internal/conditional_capture.h"
+#include "encore/graph/control/internal/loop_counters.h"
+#include "encore/graph/control/internal/loop_record.h"
 
 namespace encore::testing {
 
