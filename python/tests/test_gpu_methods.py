@@ -334,7 +334,7 @@ def test_default_manager_renames_a_second_method():
 
     a = encore.method(decode)
     b = encore.method(decode)
-    assert b.name == a.name + "#2"
+    assert b.name == a.name + "#" + str(2)  # the next free name
     mgr = encore.Manager(flags="")
     mgr.method(decode, name="d")
     with pytest.raises(encore.InvalidArgumentError, match="already registered"):
