@@ -12,6 +12,7 @@ bound to those tensors where they lie, as any method's is.
 from __future__ import annotations
 
 from ._errors import InvalidArgumentError
+from ._method import Method
 
 
 class eager:  # noqa: N801 - used as a marker, like a function
@@ -54,12 +55,12 @@ def _piece_flags(flags: str, first: bool) -> str:
     return (text + "," if text.strip() else "") + "on_new_shape=eager"
 
 
-class StagedMethod:
+class StagedMethod(Method):
     """A method given as stages; called like a method, reported with its
-    pieces."""
+    pieces. (An encore.Method to its callers; its pieces are the methods
+    that hold graphs.)"""
 
-    def __init__(self, manager, stages, name, constants, flags):
-        from ._method import Method
+    def __init__(self, manager, stages, name, constants, flags):  # noqa: D107 - no Method.__init__: no body of its own
         if not stages:
             raise InvalidArgumentError(f"method '{name}': stages is empty")
         self.name = name

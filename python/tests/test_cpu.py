@@ -196,3 +196,8 @@ def test_making_a_method_without_torch_names_pytorch():
 def test_fn_and_stages_both_given_is_refused():
     with pytest.raises(encore.InvalidArgumentError, match="not both"):
         encore.method(lambda x: x, stages=[lambda x: x])
+
+
+def test_a_staged_method_is_a_method():
+    from encore._stages import StagedMethod
+    assert issubclass(StagedMethod, encore.Method)
