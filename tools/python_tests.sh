@@ -35,7 +35,7 @@ else
   if [[ ! -x build/venv/bin/python ]]; then
     python3 -m venv build/venv || fail_xml "python3 -m venv build/venv failed"
   fi
-  py=build/venv/bin/python
+  py="$PWD/build/venv/bin/python"
   "$py" -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "nanobind>=2.0" pytest ||
     fail_xml "pip could not install scikit-build-core, nanobind and pytest"
 fi
