@@ -36,6 +36,16 @@ class OutSpec:
         self.kept = None          # outputs=reuse: the outputs handed every call
         self.unstable = False     # two runs returned different structures
 
+    def new_outputs(self, torch, device, reuse):
+        """The output tensors a call hands encore: new ones, or with
+        outputs=reuse the same ones every call."""
+        if reuse and self.kept is not None:
+            return self.kept
+        outputs = [torch.empty(s, dtype=d, device=device) for s, d in self.out]
+        if reuse:
+            self.kept = outputs
+        return outputs
+
 
 class CallState:
     """One call in flight: what the body needs and what it leaves."""
@@ -81,6 +91,17 @@ class PoolLease:
             pass
 
 
+def exception_status(e: BaseException, capturing: bool):
+    """What a body returns to encore for an exception: (code, message,
+    refusal); a refusal when PyTorch or CUDA refused an operation inside a
+    capture, the method simply not being graphable."""
+    if capturing and is_rng_refusal(e):
+        return (code_value("FAILED_PRECONDITION"),
+                "rng: PyTorch's random operations would draw the same numbers on every replay, "
+                f"so the method runs eagerly ({type(e).__name__}: {e})", True)
+    return (code_value("INTERNAL"), f"{type(e).__name__}: {e}", capturing and is_capture_refusal(e))
+
+
 class _Refusal(Exception):
     """A capture the method must not make; the call runs eagerly."""
 
@@ -109,12 +130,7 @@ class Body:
             return (code_value("FAILED_PRECONDITION"), str(e), True)
         except BaseException as e:  # noqa: BLE001 - handed to encore, raised by the eager run
             state.exc = e
-            if kind == CAPTURE and is_rng_refusal(e):
-                return (code_value("FAILED_PRECONDITION"),
-                        "rng: PyTorch's random operations would draw the same numbers on every replay, "
-                        f"so the method runs eagerly ({type(e).__name__}: {e})", True)
-            return (code_value("INTERNAL"), f"{type(e).__name__}: {e}",
-                    kind == CAPTURE and is_capture_refusal(e))
+            return exception_status(e, kind == CAPTURE)
 
     def _run(self, call, state, kind):
         if kind != CAPTURE:
@@ -230,12 +246,11 @@ class Body:
 
     def _deliver(self, call, state, kind, result, tensors, nodes, leaves, views):
         n = call.num_outputs
+        infos = [call.output_info(i) for i in range(n)]
         if n and n == len(tensors) and all(
-                tuple(r.shape) == call.output_info(i)[1] and r.dtype == state.outputs[i].dtype
-                for i, r in enumerate(tensors)):
-            for i, r in enumerate(tensors):
-                out = state.outputs[i]
-                ptr, shape, strides = call.output_info(i)
+                tuple(r.shape) == info[1] and r.dtype == out.dtype
+                for r, info, out in zip(tensors, infos, state.outputs)):
+            for r, (ptr, shape, strides), out in zip(tensors, infos, state.outputs):
                 if ptr != out.data_ptr():
                     out = view_of(self._m._torch, ptr, shape, strides, out.dtype, call.device)
                 out.copy_(r)

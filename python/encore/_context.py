@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from ._errors import FailedPreconditionError, InvalidArgumentError, error_for
+from ._errors import FailedPreconditionError, InvalidArgumentError, raise_if_error
 
 _local = threading.local()
 
@@ -24,6 +24,19 @@ def pop() -> None:
 def current():
     stack = getattr(_local, "stack", None)
     return stack[-1] if stack else None
+
+
+def call_stream_waits(torch, call):
+    """Makes the call's stream (where encore records its own work: a check,
+    a conditional node) wait for the stream the function runs on, the
+    method's own during warmups and captures. Returns (the call's stream,
+    the running one), or (None, the running one) when they are one."""
+    running = torch.cuda.current_stream()
+    if running.cuda_stream == call.stream:
+        return None, running
+    outer = torch.cuda.ExternalStream(call.stream, device=running.device)
+    outer.wait_stream(running)
+    return outer, running
 
 
 def check(cond, message: str) -> None:
@@ -46,15 +59,9 @@ def check(cond, message: str) -> None:
     if not cond.is_cuda:
         raise InvalidArgumentError("encore.check: cond is a host tensor; inside a method it must be on the GPU")
     # encore launches the check on the call's stream; the function runs on
-    # the method's own stream during warmups and captures, so the call's
-    # stream first waits for what computed `cond`.
-    device = cond.get_device()
-    running = torch.cuda.current_stream(device)
-    if running.cuda_stream != call.stream:
-        torch.cuda.ExternalStream(call.stream, device=device).wait_stream(running)
-    result = call.check(cond.data_ptr(), message)
-    if result is not None:
-        raise error_for(result[0], result[1])
+    # the method's own stream during warmups and captures.
+    call_stream_waits(torch, call)
+    raise_if_error(call.check(cond.data_ptr(), message))
 
 
 def _describe(x) -> str:

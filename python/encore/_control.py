@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 
 from . import _context
-from ._errors import FailedPreconditionError, InvalidArgumentError, error_for
-from ._torch import is_capture_refusal, torch_module
+from ._body import exception_status
+from ._errors import FailedPreconditionError, InvalidArgumentError, raise_if_error
+from ._torch import torch_module
 from ._tree import flatten, unflatten
 
 _CAPTURE = 2
@@ -44,12 +45,10 @@ def _joined(torch, call):
     """The call's stream (where encore records the node) waits for the work
     of the stream the function runs on; afterwards that stream waits for
     the node."""
-    running = torch.cuda.current_stream()
-    if running.cuda_stream == call.stream:
+    outer, running = _context.call_stream_waits(torch, call)
+    if outer is None:
         yield
         return
-    outer = torch.cuda.ExternalStream(call.stream, device=running.device)
-    outer.wait_stream(running)
     try:
         yield
     finally:
@@ -70,20 +69,26 @@ def _body(torch, fn, errors):
             return None
         except BaseException as e:  # noqa: BLE001 - raised again by the caller of If/While
             errors.append(e)
-            return (13, f"{type(e).__name__}: {e}", call.kind == _CAPTURE and is_capture_refusal(e))
+            return exception_status(e, call.kind == _CAPTURE)
     return run
 
 
 def _raise(result, errors):
     if errors:
         raise errors[0]
-    if result is not None:
-        raise error_for(result[0], result[1])
+    raise_if_error(result)
 
 
 # Result shapes of each branch pair, learned from warmups: a capture records
 # both branches, so their outputs must exist before either runs.
 _cond_specs: dict = {}
+
+
+def _cond_key(true_fn, false_fn, ops):
+    """A branch pair by its code (lambdas written in place are new objects
+    on every call, their code is not) and its operands' shapes and dtypes."""
+    return (getattr(true_fn, "__code__", id(true_fn)), getattr(false_fn, "__code__", id(false_fn)),
+            tuple((tuple(o.shape), o.dtype) for o in ops))
 
 
 def cond(pred, true_fn, false_fn, operands=()):
@@ -102,21 +107,15 @@ def cond(pred, true_fn, false_fn, operands=()):
             _raise(call.if_(p.data_ptr(), lambda c: None), [])
     if call is None or call.kind != _CAPTURE:
         out = true_fn(*ops) if bool(p) else false_fn(*ops)
-        key = (true_fn.__code__ if hasattr(true_fn, "__code__") else id(true_fn),
-               false_fn.__code__ if hasattr(false_fn, "__code__") else id(false_fn),
-               tuple((tuple(o.shape), o.dtype) for o in ops))
         tensors, nodes, leaves = [], [], []
         flatten(out, torch.Tensor, tensors, nodes, leaves)
-        _cond_specs[key] = (tuple(nodes), leaves, [(tuple(t.shape), t.dtype) for t in tensors])
+        _cond_specs[_cond_key(true_fn, false_fn, ops)] = (tuple(nodes), leaves, [(tuple(t.shape), t.dtype) for t in tensors])
         return out
     return _captured_cond(torch, call, p, true_fn, false_fn, ops)
 
 
 def _captured_cond(torch, call, p, true_fn, false_fn, ops):
-    key = (true_fn.__code__ if hasattr(true_fn, "__code__") else id(true_fn),
-           false_fn.__code__ if hasattr(false_fn, "__code__") else id(false_fn),
-           tuple((tuple(o.shape), o.dtype) for o in ops))
-    spec = _cond_specs.get(key)
+    spec = _cond_specs.get(_cond_key(true_fn, false_fn, ops))
     if spec is None:
         raise FailedPreconditionError("encore.cond: the branches' results are learned from a warmup call, and "
                                       "this method captured before any (warmup=0)")

@@ -16,7 +16,7 @@ import weakref
 
 from ._body import Body, CallState
 from ._constants import ConstantList, generation, install_watch
-from ._errors import InvalidArgumentError, error_for
+from ._errors import InvalidArgumentError, error_for, raise_if_error
 from ._flags import resolve, split_method_text
 from ._log import logger
 from ._torch import current_device_and_stream, require_gpu, torch_module
@@ -74,7 +74,8 @@ class Method:
         self._ready = False
         self._body = Body(self, fn)
         entries = None if self._consts is None else self._consts.entries
-        made = manager._cxx.register_method(name, _weak_run(self._body), None, entries, cxx_text or None)
+        made = manager._cxx.register_method(name, body=_weak_run(self._body), constants=entries,
+                                            flags_text=cxx_text or None)
         if isinstance(made, tuple):
             raise error_for(made[0], made[1])
         self._cm = made
@@ -169,12 +170,7 @@ class Method:
                 return ()
         if spec.static is not None or not spec.out:
             return ()
-        if self._reuse:
-            if spec.kept is None:
-                spec.kept = [self._torch.empty(s, dtype=d, device=device) for s, d in spec.out]
-            return spec.kept
-        empty = self._torch.empty
-        return [empty(s, dtype=d, device=device) for s, d in spec.out]
+        return spec.new_outputs(self._torch, device, self._reuse)
 
     def _results(self, state):
         if state.direct is not None:  # the body's own results (eager, no outputs to fill)
@@ -219,9 +215,7 @@ class Method:
             return
         moved = [e[0] for e, n in zip(old, new) if e != n] or [e[0] for e in new[len(old):]] or ["(removed)"]
         logger.info("event=constants_moved method=%s constants=%s", self.name, ",".join(moved[:8]))
-        result = self._cm.release_constants(new)
-        if result is not None:
-            raise error_for(result[0], result[1])
+        raise_if_error(self._cm.release_constants(new))
         self._reset_python_state()
 
     # ------------------------------------------------------------ public -----
@@ -232,9 +226,7 @@ class Method:
             self._release_locked()
 
     def _release_locked(self) -> None:
-        result = self._cm.release()
-        if result is not None:
-            raise error_for(result[0], result[1])
+        raise_if_error(self._cm.release())
         self._reset_python_state()
 
     def report(self) -> dict:
@@ -253,9 +245,7 @@ class Method:
         """Waits for PyTorch's current stream, then raises a failed device
         check of this method."""
         _device, stream = current_device_and_stream(self._torch)
-        result = self._cm.synchronize(stream)
-        if result is not None:
-            raise error_for(result[0], result[1])
+        raise_if_error(self._cm.synchronize(stream))
 
     def __repr__(self) -> str:
         return f"<encore.Method '{self.name}'>"
@@ -268,7 +258,7 @@ class FastPath:
     guard (in C++) and new outputs. Anything else takes the general path."""
 
     __slots__ = ("m", "n", "shapes", "dtypes", "spec", "single", "tensor", "torch", "device", "nodes", "sig",
-                 "templates", "out_shapes", "state")
+                 "state")
 
     @classmethod
     def for_replay(cls, m, args, tensors, state):
@@ -285,8 +275,6 @@ class FastPath:
         f.single = spec.nodes == (TENSOR,)
         f.device = args[0].get_device() if args else None
         f.nodes, f.sig = state.nodes, state.sig
-        f.templates = [m._torch.empty((0,), dtype=d, device=f"cuda:{f.device}") for _, d in spec.out]
-        f.out_shapes = [s for s, _ in spec.out]
         f.state = CallState((), {}, (), f.nodes, f.sig, (), spec)
         return f
 
@@ -322,12 +310,7 @@ class FastPath:
             if m._fast is not self or m._state is not None:  # a call of this method in flight: re-entry
                 return _MISS
             stream = self.torch._C._cuda_getCurrentRawStream(device)
-            if m._reuse and spec.kept is not None:
-                outputs = spec.kept
-            else:
-                outputs = [t.new_empty(s) for t, s in zip(self.templates, self.out_shapes)]
-                if m._reuse:
-                    spec.kept = outputs
+            outputs = spec.new_outputs(self.torch, device, m._reuse)
             state = self.state
             state.args = state.tensors = args
             state.outputs = outputs

@@ -60,24 +60,15 @@ nb::object PyCall::keep_with_graph(nb::object owner) {
 }
 
 nb::object PyCall::if_(uintptr_t cond, nb::object body) {
+  Call& call = live();
   MethodFn fn = PythonBody(std::move(body));
-  Status s;
-  {
-    // The body reacquires the GIL; encore may wait on the device meanwhile.
-    nb::gil_scoped_release nogil;
-    s = live().If(reinterpret_cast<const bool*>(cond), fn);
-  }
-  return StatusToPython(s);
+  return WithoutGil([&] { return call.If(reinterpret_cast<const bool*>(cond), fn); });
 }
 
 nb::object PyCall::while_(uintptr_t cond, nb::object body, int64_t max_iterations) {
+  Call& call = live();
   MethodFn fn = PythonBody(std::move(body));
-  Status s;
-  {
-    nb::gil_scoped_release nogil;
-    s = live().While(reinterpret_cast<const bool*>(cond), fn, max_iterations);
-  }
-  return StatusToPython(s);
+  return WithoutGil([&] { return call.While(reinterpret_cast<const bool*>(cond), fn, max_iterations); });
 }
 
 void BindCall(nb::module_& m) {

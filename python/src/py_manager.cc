@@ -27,23 +27,13 @@ nb::object CreateManager(const std::string& flags_text, size_t budget, nb::objec
   return nb::cast(new PyManager(*std::move(made)), nb::rv_policy::take_ownership);
 }
 
-std::vector<Stage> ToStages(nb::handle stages) {
-  std::vector<Stage> out;
-  for (nb::handle s : stages) {
-    auto t = nb::cast<nb::tuple>(s);
-    out.push_back(Stage{nb::cast<std::string>(t[0]), PythonBody(nb::borrow(t[1])), nb::cast<bool>(t[2])});
-  }
-  return out;
-}
-
 }  // namespace
 
-nb::object PyManager::register_method(const std::string& name, nb::object body, nb::object stages,
-                                      nb::object constants, nb::object flags_text) {
+nb::object PyManager::register_method(const std::string& name, nb::object body, nb::object constants,
+                                      nb::object flags_text) {
   MethodSpec spec;
   spec.name = name;
-  if (!body.is_none()) spec.fn = PythonBody(std::move(body));
-  if (!stages.is_none()) spec.stages = ToStages(stages);
+  spec.fn = PythonBody(std::move(body));
   if (!constants.is_none()) spec.constants = ToConstants(constants);
   if (!flags_text.is_none()) {
     StatusOr<MethodFlags> flags = ApplyMethodFlagsText(nb::cast<std::string>(flags_text), MethodFlags{});
@@ -59,8 +49,8 @@ void BindManager(nb::module_& m) {
   nb::class_<PyManager>(m, "Manager")
       .def_static("create", &CreateManager, nb::arg("flags_text"), nb::arg("budget"), nb::arg("emit").none(),
                   nb::arg("level"))
-      .def("register_method", &PyManager::register_method, nb::arg("name"), nb::arg("body").none(),
-           nb::arg("stages").none(), nb::arg("constants").none(), nb::arg("flags_text").none())
+      .def("register_method", &PyManager::register_method, nb::arg("name"), nb::arg("body"),
+           nb::arg("constants").none(), nb::arg("flags_text").none())
       .def("report_json", &PyManager::report_json);
 }
 

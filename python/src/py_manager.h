@@ -18,12 +18,13 @@ class PyManager {
  public:
   explicit PyManager(std::unique_ptr<Manager> manager) : manager_(std::move(manager)) {}
 
-  // Registers a method whose body is `body` (or whose stages are `stages`:
-  // (name, callable, eager) tuples), with `constants` ((name, data_ptr, bytes,
+  // Registers a method whose body is `body` (a Python callable of a
+  // PyCall; a method given as stages is one method per graphed piece, made
+  // by python/encore/_stages.py), with `constants` ((name, data_ptr, bytes,
   // read_only) tuples, or None: cannot be listed) and one method's flags
   // text (None: the manager's defaults). A PyMethod or (code, message).
-  nanobind::object register_method(const std::string& name, nanobind::object body, nanobind::object stages,
-                                   nanobind::object constants, nanobind::object flags_text);
+  nanobind::object register_method(const std::string& name, nanobind::object body, nanobind::object constants,
+                                   nanobind::object flags_text);
   std::string report_json() const { return manager_->ReportJson(); }
 
  private:

@@ -71,39 +71,20 @@ nb::object PyMethod::run(nb::handle inputs, nb::handle outputs, uintptr_t stream
   // A third element marks a tensor encore cannot describe (its dtype, more
   // than 8 dims): the Python layer runs that call eagerly.
   if (!s.ok()) return nb::make_tuple(static_cast<int>(s.code()), std::string(s.message()), "tensor");
-  {
-    nb::gil_scoped_release nogil;
-    s = method_->Run(in, out, reinterpret_cast<cudaStream_t>(stream));
-  }
-  return StatusToPython(s);
+  return WithoutGil([&] { return method_->Run(in, out, reinterpret_cast<cudaStream_t>(stream)); });
 }
 
 nb::object PyMethod::release() {
-  Status s;
-  {
-    nb::gil_scoped_release nogil;
-    s = method_->Release();
-  }
-  return StatusToPython(s);
+  return WithoutGil([&] { return method_->Release(); });
 }
 
 nb::object PyMethod::release_constants(nb::list constants) {
   std::vector<Constant> list = ToConstants(constants);
-  Status s;
-  {
-    nb::gil_scoped_release nogil;
-    s = method_->Release(std::move(list));
-  }
-  return StatusToPython(s);
+  return WithoutGil([&] { return method_->Release(std::move(list)); });
 }
 
 nb::object PyMethod::synchronize(uintptr_t stream) {
-  Status s;
-  {
-    nb::gil_scoped_release nogil;
-    s = method_->Synchronize(reinterpret_cast<cudaStream_t>(stream));
-  }
-  return StatusToPython(s);
+  return WithoutGil([&] { return method_->Synchronize(reinterpret_cast<cudaStream_t>(stream)); });
 }
 
 std::string PyMethod::report_json() const { return method_->Report().ToJson(); }

@@ -19,6 +19,19 @@ inline nanobind::object StatusToPython(const Status& s) {
   return nanobind::make_tuple(static_cast<int>(s.code()), std::string(s.message()));
 }
 
+// Runs `f` (which returns a Status) with the GIL released, so a method body
+// on this or another thread can take it while encore runs or waits on the
+// device, and returns its Status as StatusToPython does.
+template <class F>
+nanobind::object WithoutGil(F&& f) {
+  Status s;
+  {
+    nanobind::gil_scoped_release nogil;
+    s = f();
+  }
+  return StatusToPython(s);
+}
+
 }  // namespace encore::python
 
 #endif  // ENCORE_PYTHON_PY_STATUS_H_

@@ -96,7 +96,7 @@ def _raw_manager():
 
 
 def test_report_structure_of_a_registered_method():
-    m = _raw_manager().register_method("forward", lambda call: None, None, None, "warmup=2,binding=staged")
+    m = _raw_manager().register_method("forward", lambda call: None, None, "warmup=2,binding=staged")
     r = json.loads(m.report_json())
     assert r["name"] == "forward"
     assert r["phase"] == "warmup"
@@ -110,13 +110,13 @@ def test_report_structure_of_a_registered_method():
 
 def test_method_flags_errors_at_registration():
     manager = _raw_manager()
-    err = manager.register_method("f", lambda call: None, None, None, "warmup=-1")
+    err = manager.register_method("f", lambda call: None, None, "warmup=-1")
     assert isinstance(err, tuple) and err[0] == 3 and "warmup" in err[1]
-    err = manager.register_method("g", lambda call: None, None, None, "g:warmup=1")
+    err = manager.register_method("g", lambda call: None, None, "g:warmup=1")
     assert isinstance(err, tuple) and "without the method's name" in err[1]
-    ok = manager.register_method("h", lambda call: None, None, None, None)
+    ok = manager.register_method("h", lambda call: None, None, None)
     assert not isinstance(ok, tuple)
-    dup = manager.register_method("h", lambda call: None, None, None, None)
+    dup = manager.register_method("h", lambda call: None, None, None)
     assert isinstance(dup, tuple) and "h" in dup[1]
 
 
@@ -146,7 +146,7 @@ def test_tree_flatten_and_unflatten_round_trip():
 def test_refusal_names_the_argument_and_both_values():
     params = ["x", "n"]
     t = _FakeTensor()
-    old_nodes, new_nodes = [], []
+    old_nodes = []
     _tree.flatten((t, 2), _FakeTensor, [], old_nodes)
     _tree.flatten({}, _FakeTensor, [], old_nodes)
     paths = _tree.leaf_paths((t, 3), {}, params, _FakeTensor)
