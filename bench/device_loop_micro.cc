@@ -28,7 +28,7 @@
 #include "encore/core/cuda_error.h"
 #include "encore/core/internal/device_memory.h"
 #include "encore/graph/internal/graph.h"
-#include "encore/graph/capture/internal/stream_capture.h"
+#include "encore/graph/internal/stream_capture.h"
 #include "encore/graph/control/internal/conditional_capture.h"
 #include "encore/graph/control/internal/conditional_support.h"
 #include "encore/graph/control/internal/eager_control.h"

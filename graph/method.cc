@@ -5,10 +5,10 @@
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/internal/log.h"
-#include "encore/graph/engine/internal/method_instance.h"
-#include "encore/graph/instance/internal/constant_set.h"
-#include "encore/graph/instance/internal/graphs_switch.h"
-#include "encore/graph/instance/internal/method_body.h"
+#include "encore/graph/runtime/internal/method_instance.h"
+#include "encore/graph/body/internal/constant_set.h"
+#include "encore/graph/runtime/internal/graphs_switch.h"
+#include "encore/graph/body/internal/method_body.h"
 #include "encore/graph/internal/messages.h"
 
 namespace encore {

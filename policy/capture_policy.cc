@@ -23,23 +23,23 @@ Action Decide(const DecisionInput& in) {
   return Action::kRefuse;
 }
 
-std::string_view CaptureStageName(CaptureStage s) {
+std::string_view CaptureStepName(CaptureStep s) {
   switch (s) {
-    case CaptureStage::kBegin: return "begin_capture";
-    case CaptureStage::kMethod: return "method";
-    case CaptureStage::kEndCapture: return "end_capture";
-    case CaptureStage::kInstantiate: return "instantiate";
-    case CaptureStage::kUpdate: return "update";
-    case CaptureStage::kFirstLaunch: return "first_launch";
+    case CaptureStep::kBegin: return "begin_capture";
+    case CaptureStep::kMethod: return "method";
+    case CaptureStep::kEndCapture: return "end_capture";
+    case CaptureStep::kInstantiate: return "instantiate";
+    case CaptureStep::kUpdate: return "update";
+    case CaptureStep::kFirstLaunch: return "first_launch";
   }
   return "unknown";
 }
 
-CaptureFailure ClassifyCaptureFailure(CaptureStage stage, const Status& status, bool cuda_capture_error,
+CaptureFailure ClassifyCaptureFailure(CaptureStep step, const Status& status, bool cuda_capture_error,
                                       bool graph_launched) {
-  CaptureFailure f{stage, status, false, !graph_launched, {}};
+  CaptureFailure f{step, status, false, !graph_launched, {}};
   f.expected = IsCaptureRefusal(status) || cuda_capture_error;
-  f.reason = std::string(CaptureStageName(stage)) + ": " + std::string(status.message());
+  f.reason = std::string(CaptureStepName(step)) + ": " + std::string(status.message());
   return f;
 }
 

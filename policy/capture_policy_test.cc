@@ -79,19 +79,19 @@ TEST(DecideTest, PrecaptureSkipsWhatACallWouldNotCapture) {
 }
 
 TEST(ClassifyTest, RefusalsAndCudaCaptureErrorsAreExpected) {
-  CaptureFailure r = ClassifyCaptureFailure(CaptureStage::kMethod, CaptureRefusal("ReadScalar"), false, false);
+  CaptureFailure r = ClassifyCaptureFailure(CaptureStep::kMethod, CaptureRefusal("ReadScalar"), false, false);
   EXPECT_TRUE(r.expected);
   EXPECT_TRUE(r.retry_eagerly);
   EXPECT_EQ(r.reason, "method: ReadScalar");
-  CaptureFailure c = ClassifyCaptureFailure(CaptureStage::kEndCapture,
+  CaptureFailure c = ClassifyCaptureFailure(CaptureStep::kEndCapture,
                                             FailedPreconditionError("cudaStreamEndCapture: invalidated"), true, false);
   EXPECT_TRUE(c.expected);
   CaptureFailure oom =
-      ClassifyCaptureFailure(CaptureStage::kInstantiate, ResourceExhaustedError("oom"), false, false);
+      ClassifyCaptureFailure(CaptureStep::kInstantiate, ResourceExhaustedError("oom"), false, false);
   EXPECT_FALSE(oom.expected);
   EXPECT_TRUE(oom.retry_eagerly);
   EXPECT_EQ(oom.reason, "instantiate: oom");
-  CaptureFailure ran = ClassifyCaptureFailure(CaptureStage::kFirstLaunch, InternalError("x"), false, true);
+  CaptureFailure ran = ClassifyCaptureFailure(CaptureStep::kFirstLaunch, InternalError("x"), false, true);
   EXPECT_FALSE(ran.retry_eagerly);
 }
 

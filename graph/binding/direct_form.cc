@@ -54,9 +54,9 @@ StatusOr<std::unique_ptr<DirectForm>> DirectForm::Build(const Graph& staged, con
   d->bumps_sequence_ = nodes.check_sequence != nullptr;
   d->has_memory_nodes_ = scan.has_memory_nodes;
   d->sites_ = scan.sites;
-  d->referenced_ = std::move(scan.referenced);
-  d->kernels_ = std::move(scan.kernels);
-  d->endpoints_ = std::move(scan.endpoints);
+  d->rewrites_.referenced = std::move(scan.referenced);
+  d->rewrites_.kernels = std::move(scan.kernels);
+  d->rewrites_.endpoints = std::move(scan.endpoints);
   ENCORE_RETURN_IF_ERROR(d->Clone(staged, nodes, completion));
   ENCORE_ASSIGN_OR_RETURN(d->nodes_, d->graph_.NodeCount());
   // A graph with memory nodes can have one live executable only.
@@ -76,10 +76,10 @@ Status DirectForm::Clone(const Graph& staged, const StagedNodes& nodes, cudaEven
     return c;
   };
   // The sites name the clone's nodes from now on.
-  for (KernelSite& k : kernels_) {
+  for (KernelSite& k : rewrites_.kernels) {
     ENCORE_ASSIGN_OR_RETURN(k.node, in_clone(k.node));
   }
-  for (EndpointSite& e : endpoints_) {
+  for (EndpointSite& e : rewrites_.endpoints) {
     ENCORE_ASSIGN_OR_RETURN(e.node, in_clone(e.node));
   }
   std::vector<cudaGraphNode_t> removed = nodes.tails;
@@ -177,8 +177,8 @@ StatusOr<const GraphExec*> DirectForm::BindForProbe(Args inputs, Args outputs) {
 }
 
 Status DirectForm::Write(cudaGraphExec_t exec, const Addresses* bound, const Addresses& to) {
-  for (KernelSite& k : kernels_) ENCORE_RETURN_IF_ERROR(WriteKernel(exec, bound, k, to));
-  for (EndpointSite& e : endpoints_) ENCORE_RETURN_IF_ERROR(WriteEndpoints(exec, bound, e, to));
+  for (KernelSite& k : rewrites_.kernels) ENCORE_RETURN_IF_ERROR(WriteKernel(exec, bound, k, to));
+  for (EndpointSite& e : rewrites_.endpoints) ENCORE_RETURN_IF_ERROR(WriteEndpoints(exec, bound, e, to));
   return OkStatus();
 }
 

@@ -5,7 +5,7 @@
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/graph/capture/internal/stream_capture.h"
+#include "encore/graph/internal/stream_capture.h"
 
 namespace encore {
 namespace {
@@ -71,17 +71,17 @@ Status StagedForm::AddHeads(const StagingPlan& plan, StreamCapture& cap, cudaStr
       h.copy_tensor[k] = t;
       const TensorRef& dst = TensorAt(t, plan.static_inputs, plan.static_outputs);
       p.copies[k] = StageCopy{TensorAt(t, plan.inputs, plan.outputs).data, dst.data, dst.span_bytes()};
-      if (plan.rows) p.in_rows[k] = GeometryOf(TensorAt(t, plan.graph_inputs, plan.graph_outputs));
+      if (plan.pad.rows) p.pad.in_rows[k] = GeometryOf(TensorAt(t, plan.pad.graph_inputs, plan.pad.graph_outputs));
     }
     for (int k = 0; k < p.publish_count; ++k) {
       h.publish_tensor[k] = static_cast<int>(plan.inputs.size() + first + k);
       p.publish[k] = plan.outputs[first + k].data;
-      if (plan.rows) p.out_rows[k] = GeometryOf(plan.graph_outputs[first + k]);
+      if (plan.pad.rows) p.pad.out_rows[k] = GeometryOf(plan.pad.graph_outputs[first + k]);
     }
-    if (plan.rows) {
-      p.rows = plan.rows;
-      p.launch_slot = plan.launch_slot;
-      p.bytes_table = plan.out_bytes;
+    if (plan.pad.rows) {
+      p.pad.rows = plan.pad.rows;
+      p.pad.launch_slot = plan.pad.launch_slot;
+      p.pad.bytes_table = plan.pad.out_bytes;
     }
     ENCORE_ASSIGN_OR_RETURN(h.node, LaunchNode(p, cap, stream));
     heads_.push_back(h);
@@ -92,7 +92,7 @@ Status StagedForm::AddHeads(const StagingPlan& plan, StreamCapture& cap, cudaStr
 Status StagedForm::AddTails(const StagingPlan& plan, StreamCapture& cap, cudaStream_t stream,
                             std::vector<cudaGraphNode_t>* nodes) {
   const size_t n_out = plan.copy_out ? plan.outputs.size() : 0;
-  const size_t chunks = std::max<size_t>(Chunks(n_out), plan.rows ? 1 : 0);
+  const size_t chunks = std::max<size_t>(Chunks(n_out), plan.pad.rows ? 1 : 0);
   for (size_t c = 0; c < chunks; ++c) {
     const size_t first = c * kChunk;
     StageParams p{};
@@ -100,11 +100,11 @@ Status StagedForm::AddTails(const StagingPlan& plan, StreamCapture& cap, cudaStr
     p.table = plan.out_table;
     p.table_base = static_cast<int>(first);
     p.is_tail = 1;
-    if (plan.rows) {
-      p.rows = plan.rows;
-      p.bytes_table = plan.out_bytes;
-      p.launch_slot = plan.launch_slot;
-      p.advance = c + 1 == chunks;
+    if (plan.pad.rows) {
+      p.pad.rows = plan.pad.rows;
+      p.pad.bytes_table = plan.pad.out_bytes;
+      p.pad.launch_slot = plan.pad.launch_slot;
+      p.pad.advance = c + 1 == chunks;
     }
     for (int k = 0; k < p.count; ++k) {
       const TensorRef& st = plan.static_outputs[first + k];
@@ -140,7 +140,7 @@ StatusOr<bool> StagedForm::AddRoundTrips(const std::vector<int>& tensors, const 
       const TensorRef& dst = TensorAt(t, plan.static_inputs, plan.static_outputs);
       h.copy_tensor[p.count] = t;
       p.copies[p.count] = StageCopy{TensorAt(t, plan.inputs, plan.outputs).data, dst.data, dst.span_bytes()};
-      if (plan.rows) p.in_rows[p.count] = GeometryOf(TensorAt(t, plan.graph_inputs, plan.graph_outputs));
+      if (plan.pad.rows) p.pad.in_rows[p.count] = GeometryOf(TensorAt(t, plan.pad.graph_inputs, plan.pad.graph_outputs));
       ++p.count;
       changed = true;
     }

@@ -29,9 +29,9 @@ __global__ void StageKernel(StageParams p) {
   const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
   // A padded head: this launch's b, from the slot its number names.
   __shared__ uint64_t launch, batch;
-  if (p.rows && !p.is_tail) {
+  if (p.pad.rows && !p.is_tail) {
     if (threadIdx.x == 0) {
-      const volatile PadRowsShared* r = p.rows;
+      const volatile PadRowsShared* r = p.pad.rows;
       launch = r->launches;
       batch = r->rows[launch % PadRowsShared::kSlots];
     }
@@ -41,15 +41,15 @@ __global__ void StageKernel(StageParams p) {
     if (p.sequence && threadIdx.x == 0) *p.sequence += 1;
     if (threadIdx.x < p.publish_count) {
       p.table[p.table_base + threadIdx.x] = p.publish[threadIdx.x];
-      if (p.rows) p.bytes_table[p.table_base + threadIdx.x] = RowsBytes(p.out_rows[threadIdx.x], batch, ~0ull);
+      if (p.pad.rows) p.pad.bytes_table[p.table_base + threadIdx.x] = RowsBytes(p.pad.out_rows[threadIdx.x], batch, ~0ull);
     }
-    if (p.rows && threadIdx.x == 0) *p.launch_slot = launch;
+    if (p.pad.rows && threadIdx.x == 0) *p.pad.launch_slot = launch;
   }
-  if (p.is_tail && p.advance && first_block && threadIdx.x == 0) {
+  if (p.is_tail && p.pad.advance && first_block && threadIdx.x == 0) {
     // The next launch's heads read the next slot; the host sees how far
     // the device got.
-    volatile PadRowsShared* r = p.rows;
-    r->launches = *p.launch_slot + 1;
+    volatile PadRowsShared* r = p.pad.rows;
+    r->launches = *p.pad.launch_slot + 1;
     __threadfence_system();
   }
   const int c = blockIdx.y;
@@ -59,10 +59,10 @@ __global__ void StageKernel(StageParams p) {
   char* dst = static_cast<char*>(p.is_tail ? p.table[p.table_base + c] : p.copies[c].dst);
   const uint64_t total = p.copies[c].bytes;
   uint64_t bytes = total;
-  if (p.rows) bytes = p.is_tail ? p.bytes_table[p.table_base + c] : RowsBytes(p.in_rows[c], batch, total);
+  if (p.pad.rows) bytes = p.is_tail ? p.pad.bytes_table[p.table_base + c] : RowsBytes(p.pad.in_rows[c], batch, total);
   const uint64_t tid = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  if (p.rows && !p.is_tail && bytes < total) ZeroBytes(dst + bytes, total - bytes, tid, stride);
+  if (p.pad.rows && !p.is_tail && bytes < total) ZeroBytes(dst + bytes, total - bytes, tid, stride);
   if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0) {
     const uint64_t n16 = bytes / 16;
     const uint4* s4 = reinterpret_cast<const uint4*>(src);

@@ -7,13 +7,13 @@
 #include "encore/core/cuda_error.h"
 #include "encore/core/internal/device_state.h"
 #include "encore/core/internal/scoped_thread_capture.h"
-#include "encore/graph/binding/internal/binding_choice.h"
-#include "encore/graph/binding/internal/probe.h"
+#include "encore/graph/capture/internal/binding_choice.h"
+#include "encore/graph/capture/internal/probe.h"
 #include "encore/graph/capture/internal/capture_pipeline.h"
 #include "encore/graph/capture/internal/outside_work.h"
-#include "encore/graph/capture/internal/stream_capture.h"
+#include "encore/graph/internal/stream_capture.h"
 #include "encore/graph/control/internal/conditional_capture.h"
-#include "encore/graph/instance/internal/launch.h"
+#include "encore/graph/store/internal/launch.h"
 #include "encore/graph/internal/messages.h"
 
 namespace encore {
@@ -35,16 +35,16 @@ StagingPlan CapturePipeline::Staging(const CaptureJob& job, const Segment& segme
   plan.static_inputs = e.static_inputs;
   plan.static_outputs = e.static_outputs;
   // After an eager stage (or a piece), the outputs may carry data.
-  plan.outputs_in = segment.first > 0 && p_.flags.copy_outputs;
-  plan.copy_out = p_.flags.copy_outputs;
+  plan.outputs_in = segment.first > 0 && c_.info.flags.copy_outputs;
+  plan.copy_out = c_.info.flags.copy_outputs;
   plan.out_table = job.out_table;
-  plan.sequence = p_.checks.sequence();
+  plan.sequence = c_.checks.sequence();
   if (job.plan->padded()) {
-    plan.rows = p_.pad.rows().device();
-    plan.launch_slot = job.launch_slot;
-    plan.out_bytes = job.out_bytes;
-    plan.graph_inputs = job.plan->graph_inputs;
-    plan.graph_outputs = job.plan->graph_outputs;
+    plan.pad.rows = c_.pad.rows().device();
+    plan.pad.launch_slot = job.launch_slot;
+    plan.pad.out_bytes = job.out_bytes;
+    plan.pad.graph_inputs = job.plan->graph_inputs;
+    plan.pad.graph_outputs = job.plan->graph_outputs;
   }
   return plan;
 }
@@ -54,7 +54,7 @@ Status CapturePipeline::CapturePiece(CaptureJob& job, const Segment& segment) {
   pj.segment = &segment;
   pj.piece = &job.entry->pieces[segment.index];
   job.lap = std::chrono::steady_clock::now();  // eager stages before this piece are not the capture's
-  StageResult failed = Record(job, pj);
+  StepResult failed = Record(job, pj);
   job.phases.record += Lap(&job.lap);
   if (!failed) failed = Finalize(job, pj);
   job.phases.instantiate += Lap(&job.lap);
@@ -62,27 +62,27 @@ Status CapturePipeline::CapturePiece(CaptureJob& job, const Segment& segment) {
   return FirstLaunch(job, pj);
 }
 
-StageResult CapturePipeline::Record(CaptureJob& job, PieceJob& pj) {
+StepResult CapturePipeline::Record(CaptureJob& job, PieceJob& pj) {
   // Tells the readback shims this thread is capturing, so a read on a stream
   // other than the captured one refuses instead of breaking the capture.
   ScopedThreadCapture thread_capture;
-  NvtxScope range(p_.nvtx, NvtxRange::kCaptureRecord);
+  NvtxScope range(c_.info.nvtx, NvtxRange::kCaptureRecord);
   GraphEntry& e = *job.entry;
   // Poisoned, so an output written by work outside the capture shows.
-  if (Status s = PoisonOutputs(e.static_outputs, job.capture); !s.ok()) return Failed(CaptureStage::kBegin, s);
+  if (Status s = PoisonOutputs(e.static_outputs, job.capture); !s.ok()) return Failed(CaptureStep::kBegin, s);
   if (job.control_ready) {
     // The loops' counters live as long as the graph (device memory: made
     // before the capture).
     StatusOr<LoopCounters> counters = LoopCounters::Create();
-    if (!counters.ok()) return Failed(CaptureStage::kBegin, counters.status());
+    if (!counters.ok()) return Failed(CaptureStep::kBegin, counters.status());
     pj.piece->loop_counters = std::make_unique<LoopCounters>(*std::move(counters));
   }
   StatusOr<StreamCapture> cap = StreamCapture::Begin(job.capture);
-  if (!cap.ok()) return Failed(CaptureStage::kBegin, cap.status());
+  if (!cap.ok()) return Failed(CaptureStep::kBegin, cap.status());
   const StagingPlan plan = Staging(job, *pj.segment);
   Status failure = pj.piece->staged.AddHeads(plan, *cap, job.capture);
   if (failure.ok()) failure = RecordBody(job, pj);
-  if (failure.ok() && p_.flags.binding != Binding::kStaged) {
+  if (failure.ok() && c_.info.flags.binding != Binding::kStaged) {
     // Where the direct form's completion record will attach.
     StatusOr<std::vector<cudaGraphNode_t>> f = cap->Frontier();
     if (f.ok()) pj.nodes.body_frontier = *std::move(f);
@@ -97,16 +97,16 @@ Status CapturePipeline::RecordBody(CaptureJob& job, PieceJob& pj) {
   // Device state the body's shims advance per launch, which a second run of
   // the call rewinds first.
   ScopedDeviceStateRecorder states(&pj.piece->device_states);
-  pj.checks_before = p_.checks.graph_checks();
+  pj.checks_before = c_.checks.graph_checks();
   std::optional<ConditionalCapture> control;
   if (job.control_ready) {
-    control.emplace(ControlResources{&p_.body_streams, pj.piece->loop_counters.get(), p_.loops.device(),
-                                     p_.checks.sequence()});
-    p_.recording = &*control;
+    control.emplace(ControlResources{&c_.control.body_streams, pj.piece->loop_counters.get(), c_.control.loops.device(),
+                                     c_.checks.sequence()});
+    c_.control.recording = &*control;
   }
-  Status s = p_.runner.RunCaptured(pj.segment->first, pj.segment->last, e.static_inputs, e.static_outputs,
+  Status s = c_.runner.RunCaptured(pj.segment->first, pj.segment->last, e.static_inputs, e.static_outputs,
                                    job.capture, job.index, &pj.kept);
-  p_.recording = nullptr;
+  c_.control.recording = nullptr;
   if (control) {
     pj.piece->conditional = control->conditionals() > 0;
     pj.bodies = control->bodies();
@@ -115,7 +115,7 @@ Status CapturePipeline::RecordBody(CaptureJob& job, PieceJob& pj) {
   return s;
 }
 
-StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapture& cap, Status failure) {
+StepResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapture& cap, Status failure) {
   (void)job;
   // The graph's last work, which the completion record node will follow.
   std::vector<cudaGraphNode_t> frontier;
@@ -126,24 +126,24 @@ StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapt
   }
   if (pj.body_capture_broken) {
     cap.EndAndGiveUp();
-    return Failed(CaptureStage::kMethod,
+    return Failed(CaptureStep::kMethod,
                   failure.ok() ? FailedPreconditionError("an If/While body's own capture was broken") : failure, true);
   }
   bool capture_error = false;
   StatusOr<Graph> g = cap.End(&capture_error);
   // A CUDA call the capture cannot record usually also invalidates it;
   // ending the capture said whether CUDA saw it that way.
-  if (!failure.ok()) return Failed(CaptureStage::kMethod, failure, capture_error);
-  if (!g.ok()) return Failed(CaptureStage::kEndCapture, g.status(), capture_error);
+  if (!failure.ok()) return Failed(CaptureStep::kMethod, failure, capture_error);
+  if (!g.ok()) return Failed(CaptureStep::kEndCapture, g.status(), capture_error);
   // The last piece's launch records the last-launch event as its last node,
   // so Release and a launch on another stream can wait for it without an
   // API call per replay.
   cudaGraphNode_t record = nullptr;
-  const cudaError_t added = !p_.PieceRecords(pj.segment->index) ? cudaSuccess
+  const cudaError_t added = !c_.info.PieceRecords(pj.segment->index) ? cudaSuccess
                                                : cuda().GraphAddEventRecordNode(&record, g->get(), frontier.data(),
-                                                                                frontier.size(), p_.last_launch.event());
+                                                                                frontier.size(), c_.store.last_launch.event());
   if (Status s = CudaResult(added, CudaCall::kGraphAddEventRecordNode); !s.ok()) {
-    return Failed(CaptureStage::kEndCapture, s);
+    return Failed(CaptureStep::kEndCapture, s);
   }
   pj.nodes.heads = pj.piece->staged.head_nodes();
   pj.nodes.record = record;
@@ -152,14 +152,14 @@ StageResult CapturePipeline::EndRecord(CaptureJob& job, PieceJob& pj, StreamCapt
   return std::nullopt;
 }
 
-StageResult CapturePipeline::CheckUnreferenced(CaptureJob& job, PieceJob& pj, const std::vector<bool>& referenced,
+StepResult CapturePipeline::CheckUnreferenced(CaptureJob& job, PieceJob& pj, const std::vector<bool>& referenced,
                                                bool complete) {
   GraphEntry& e = *job.entry;
   if (!complete) return std::nullopt;  // the scan could not read every node: no conclusion
   StatusOr<std::string> outside = WorkOutsideCapture(e.static_outputs, referenced, job.capture);
-  if (!outside.ok()) return Failed(CaptureStage::kMethod, outside.status());
-  if (!outside->empty()) return Failed(CaptureStage::kMethod, FailedPreconditionError(*outside));
-  if (!p_.flags.copy_outputs) return std::nullopt;
+  if (!outside.ok()) return Failed(CaptureStep::kMethod, outside.status());
+  if (!outside->empty()) return Failed(CaptureStep::kMethod, FailedPreconditionError(*outside));
+  if (!c_.info.flags.copy_outputs) return std::nullopt;
   std::vector<int> untouched;
   for (size_t i = 0; i < e.static_outputs.size(); ++i) {
     const size_t t = e.static_inputs.size() + i;
@@ -167,38 +167,38 @@ StageResult CapturePipeline::CheckUnreferenced(CaptureJob& job, PieceJob& pj, co
   }
   if (untouched.empty()) return std::nullopt;
   StatusOr<bool> added = pj.piece->staged.AddRoundTrips(untouched, Staging(job, *pj.segment));
-  if (!added.ok()) return Failed(CaptureStage::kEndCapture, added.status());
+  if (!added.ok()) return Failed(CaptureStep::kEndCapture, added.status());
   if (!*added) {
-    p_.log.Warn("output_not_round_tripped",
-                {{"method", p_.name}, {"outputs", untouched.size()},
+    c_.info.log.Warn("output_not_round_tripped",
+                {{"method", c_.info.name}, {"outputs", untouched.size()},
                  {"detail", "no node refers to these outputs and the staging heads have no room to copy them in: "
                             "a replay copies the graph's buffer out whether or not the body wrote it"}});
   }
   return std::nullopt;
 }
 
-StageResult CapturePipeline::Finalize(CaptureJob& job, PieceJob& pj) {
+StepResult CapturePipeline::Finalize(CaptureJob& job, PieceJob& pj) {
   PieceGraph& piece = *pj.piece;
   GraphEntry& e = *job.entry;
   // Nodes inside conditional bodies count too.
   if (StatusOr<size_t> n = CountNodesRecursive(pj.graph->get(), &pj.bodies); n.ok()) piece.nodes = *n;
-  if (Status s = piece.staged.ReadLaunches(); !s.ok()) return Failed(CaptureStage::kEndCapture, s);
+  if (Status s = piece.staged.ReadLaunches(); !s.ok()) return Failed(CaptureStep::kEndCapture, s);
   piece.staged.SetGraph(std::make_shared<Graph>(*std::move(pj.graph)));
   const std::vector<cudaGraphNode_t> ours = pj.nodes.all();
   ScanResult scan = ReferenceScan::Run(piece.staged.graph()->get(), e.static_inputs, e.static_outputs, ours, &pj.bodies);
-  if (StageResult f = CheckUnreferenced(job, pj, scan.referenced, scan.complete)) return f;
-  const bool body_checks = p_.checks.graph_checks() > pj.checks_before;
-  if (body_checks && p_.checks.sequence() != nullptr && !piece.staged.heads().empty()) {
-    pj.nodes.check_sequence = p_.checks.sequence();
+  if (StepResult f = CheckUnreferenced(job, pj, scan.referenced, scan.complete)) return f;
+  const bool body_checks = c_.checks.graph_checks() > pj.checks_before;
+  if (body_checks && c_.checks.sequence() != nullptr && !piece.staged.heads().empty()) {
+    pj.nodes.check_sequence = c_.checks.sequence();
     pj.nodes.head_launch = piece.staged.heads().front().launch;
   }
-  pj.direct = ChoosePieceBinding(p_, piece, BindingInput{std::move(scan), pj.nodes, job.plan->padded(), body_checks,
-                                                         e.static_inputs, e.static_outputs});
+  pj.direct = ChoosePieceBinding(c_, piece, BindingInput{std::move(scan), pj.nodes, job.plan->padded(), body_checks,
+                                                         e.static_inputs, e.static_outputs, job.recaptures});
   job.phases.scan += Lap(&job.lap);
   return Instantiate(job, pj);
 }
 
-StageResult CapturePipeline::Instantiate(CaptureJob& job, PieceJob& pj) {
+StepResult CapturePipeline::Instantiate(CaptureJob& job, PieceJob& pj) {
   PieceGraph& piece = *pj.piece;
   // A graph with conditional nodes may have one executable at a time, and
   // CUDA does not update one in place.
@@ -207,19 +207,19 @@ StageResult CapturePipeline::Instantiate(CaptureJob& job, PieceJob& pj) {
   // executable updated in place when CUDA accepts it: cheaper than a new
   // instantiation.
   if (job.recapture && !piece.conditional &&
-      static_cast<int>(p_.cache.size()) >= p_.pad.GraphCap(p_.flags.max_graphs)) {
-    NvtxScope range(p_.nvtx, NvtxRange::kCaptureUpdate);
-    if (p_.cache.AdoptLruExecutable(*job.entry)) {
+      static_cast<int>(c_.store.cache.size()) >= c_.pad.GraphCap(c_.info.flags.max_graphs)) {
+    NvtxScope range(c_.info.nvtx, NvtxRange::kCaptureUpdate);
+    if (c_.store.cache.AdoptLruExecutable(*job.entry)) {
       job.updated_in_place = true;
-      ++p_.counters.updates_in_place;
+      ++job.counts.updates_in_place;
       return std::nullopt;
     }
   }
   if (pj.direct && !piece.conditional && BuildDirectFirst(job, pj)) return std::nullopt;
-  NvtxScope range(p_.nvtx, NvtxRange::kCaptureInstantiate);
+  NvtxScope range(c_.info.nvtx, NvtxRange::kCaptureInstantiate);
   StatusOr<GraphExec> exec = GraphExec::Instantiate(*piece.staged.graph());
-  if (!exec.ok()) return Failed(CaptureStage::kInstantiate, exec.status());
-  ++p_.counters.instantiations;
+  if (!exec.ok()) return Failed(CaptureStep::kInstantiate, exec.status());
+  ++job.counts.instantiations;
   piece.staged.variants().Add(*std::move(exec), piece.staged.CapturedAddresses());
   return std::nullopt;
 }
@@ -233,7 +233,7 @@ bool CapturePipeline::BuildDirectFirst(CaptureJob& job, PieceJob& pj) {
   // work: one instantiation, not two.
   job.phases.instantiate += Lap(&job.lap);
   PieceGraph& piece = *pj.piece;
-  job.phases.direct_instantiate += BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+  job.phases.direct_instantiate += BuildDirect(c_, piece, *std::move(pj.direct), job.index, job.counts);
   pj.direct.reset();
   if (piece.direct) job.phases.direct_clone += piece.direct->clone_us();
   job.phases.build_direct += Lap(&job.lap);
@@ -241,22 +241,22 @@ bool CapturePipeline::BuildDirectFirst(CaptureJob& job, PieceJob& pj) {
   return pj.direct_first;
 }
 
-StageResult CapturePipeline::Launch(CaptureJob& job, PieceJob& pj) {
+StepResult CapturePipeline::Launch(CaptureJob& job, PieceJob& pj) {
   PieceGraph& piece = *pj.piece;
   const CallPlan& plan = *job.plan;
-  Status s = plan.padded() ? StageRows(p_, plan.batch) : OkStatus();
-  NvtxScope range(p_.nvtx, NvtxRange::kCaptureFirstLaunch);
-  if (s.ok() && !pj.direct_first) s = LaunchGraph(p_, piece.staged.variants().at(0).exec, job.stream, job.index, true, piece.records);
-  if (!pj.direct_first || !s.ok()) return s.ok() ? std::nullopt : Failed(CaptureStage::kFirstLaunch, s);
+  Status s = plan.padded() ? SetPadRows(c_.launcher(), plan.batch) : OkStatus();
+  NvtxScope range(c_.info.nvtx, NvtxRange::kCaptureFirstLaunch);
+  if (s.ok() && !pj.direct_first) s = LaunchGraph(c_.launcher(), piece.staged.variants().at(0).exec, job.stream, job.index, true, piece.records);
+  if (!pj.direct_first || !s.ok()) return s.ok() ? std::nullopt : Failed(CaptureStep::kFirstLaunch, s);
   bool body_launched = false;
-  s = LaunchAroundDirect(p_, piece, job.stream, job.index, &body_launched);
+  s = LaunchAroundDirect(c_.launcher(), piece, job.stream, job.index, &body_launched);
   if (s.ok()) return std::nullopt;
-  StageFailure f{CaptureStage::kFirstLaunch, s};
+  StepFailure f{CaptureStep::kFirstLaunch, s};
   f.graph_launched = body_launched;
   return f;
 }
 
-Status CapturePipeline::FailFirstLaunch(CaptureJob& job, PieceJob& pj, const StageFailure& f) {
+Status CapturePipeline::FailFirstLaunch(CaptureJob& job, PieceJob& pj, const StepFailure& f) {
   // A launch that returned an error ran nothing of the body, so the eager
   // retry cannot apply the call twice; a tail that failed after the body
   // ran returns its error instead, once the body's work is done with the
@@ -266,8 +266,8 @@ Status CapturePipeline::FailFirstLaunch(CaptureJob& job, PieceJob& pj, const Sta
   // The other ranks launched, and vote on the probe once that launch is
   // done: after this rank's eager retry ran the same collectives, its no
   // keeps them from running the probe's.
-  if (p_.votes.several_ranks() && p_.flags.binding != Binding::kStaged) {
-    (void)p_.votes.Vote("this rank's first launch failed", "binding probe");
+  if (c_.votes.several_ranks() && c_.info.flags.binding != Binding::kStaged) {
+    (void)c_.votes.Vote("this rank's first launch failed", "binding probe");
   }
   return eager;
 }
@@ -275,12 +275,12 @@ Status CapturePipeline::FailFirstLaunch(CaptureJob& job, PieceJob& pj, const Sta
 Status CapturePipeline::EnsureStagedExecutable(CaptureJob& job, PieceJob& pj) {
   PieceGraph& piece = *pj.piece;
   if (!pj.direct_first || piece.direct) return OkStatus();
-  NvtxScope range(p_.nvtx, NvtxRange::kCaptureInstantiate);
-  Status s = InstantiateStaged(p_, piece);
+  NvtxScope range(c_.info.nvtx, NvtxRange::kCaptureInstantiate);
+  Status s = InstantiateStaged(piece, job.counts);
   if (s.ok()) return OkStatus();
   // The call's result stands; the buffers it ran on go once it is done.
   (void)cuda().StreamSynchronize(job.stream);
-  StageFailure f{CaptureStage::kInstantiate, s};
+  StepFailure f{CaptureStep::kInstantiate, s};
   f.graph_launched = true;
   (void)FailPiece(job, pj, f);
   return s;
@@ -288,39 +288,39 @@ Status CapturePipeline::EnsureStagedExecutable(CaptureJob& job, PieceJob& pj) {
 
 Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   PieceGraph& piece = *pj.piece;
-  if (std::string veto = p_.votes.Vote({}, "first launch"); !veto.empty()) {
+  if (std::string veto = c_.votes.Vote({}, "first launch"); !veto.empty()) {
     job.failure_code = eager_reason::kRanks;
-    return FailPiece(job, pj, StageFailure{CaptureStage::kFirstLaunch, FailedPreconditionError(veto)});
+    return FailPiece(job, pj, StepFailure{CaptureStep::kFirstLaunch, FailedPreconditionError(veto)});
   }
   const CallPlan& plan = *job.plan;
   if (job.verify) {
     // The shims this piece draws from, as they are before its launch.
     if (Status s = job.verify->AddRegions(piece.device_states, job.stream); !s.ok()) {
-      p_.log.Warn("verify_skipped", {{"method", p_.name}, {"call", job.index}, {"reason", s.message()}});
+      c_.info.log.Warn("verify_skipped", {{"method", c_.info.name}, {"call", job.index}, {"reason", s.message()}});
       job.verify.reset();
     }
   }
   const bool bumps = piece.direct ? piece.direct->bumps_sequence()
                                   : pj.direct && pj.direct->nodes.check_sequence != nullptr;
-  Probe probe(p_, piece, *job.entry, Staging(job, *pj.segment).outputs_in, bumps);
-  (void)p_.last_launch.Join(job.stream);
+  Probe probe(c_, piece, *job.entry, Staging(job, *pj.segment).outputs_in, bumps);
+  (void)c_.store.last_launch.Join(job.stream);
   probe.Begin(plan.inputs, plan.outputs, job.stream, job.index);
   job.phases.probe_begin += Lap(&job.lap);
   if (pj.direct_first && !piece.direct) {
     // The probe could not start, so the piece is staged: its executable
     // now, before anything of it ran (a failure retries eagerly).
     pj.direct_first = false;
-    if (Status s = InstantiateStaged(p_, piece); !s.ok()) {
-      return FailFirstLaunch(job, pj, StageFailure{CaptureStage::kFirstLaunch, s});
+    if (Status s = InstantiateStaged(piece, job.counts); !s.ok()) {
+      return FailFirstLaunch(job, pj, StepFailure{CaptureStep::kFirstLaunch, s});
     }
   }
-  if (StageResult f = Launch(job, pj)) return FailFirstLaunch(job, pj, *f);
+  if (StepResult f = Launch(job, pj)) return FailFirstLaunch(job, pj, *f);
   // While the first launch runs: the probe's first check, queued, and the
   // direct form built on the host (after a recapture's update in place).
   job.phases.first_launch += Lap(&job.lap);
   probe.QueueFirstCheck(job.stream, job.index);
   if (pj.direct) {
-    job.phases.direct_instantiate += BuildDirect(p_, piece, *std::move(pj.direct), job.index);
+    job.phases.direct_instantiate += BuildDirect(c_, piece, *std::move(pj.direct), job.index, job.counts);
     if (piece.direct) job.phases.direct_clone += piece.direct->clone_us();
   }
   job.phases.build_direct += Lap(&job.lap);
@@ -340,18 +340,18 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   return OkStatus();
 }
 
-Status CapturePipeline::FailPiece(CaptureJob& job, PieceJob& pj, const StageFailure& f) {
+Status CapturePipeline::FailPiece(CaptureJob& job, PieceJob& pj, const StepFailure& f) {
   PieceGraph& piece = *pj.piece;
-  const Status named = NameMethod(p_.name, f.status);
-  const CaptureFailure c = ClassifyCaptureFailure(f.stage, named, f.cuda_capture_error, f.graph_launched);
+  const Status named = NameMethod(c_.info.name, f.status);
+  const CaptureFailure c = ClassifyCaptureFailure(f.step, named, f.cuda_capture_error, f.graph_launched);
   // Every failure before the first launch is this rank's "no" in the vote
   // the other ranks cast just before their first launch.
-  const bool vetoed = job.failure_code == eager_reason::kRanks && f.stage == CaptureStage::kFirstLaunch;
-  if (f.stage != CaptureStage::kFirstLaunch && !f.graph_launched) (void)p_.votes.Vote(c.reason, "first launch");
-  ++p_.counters.capture_failures;
-  const std::vector<std::string> stages = p_.body.StageNames(*pj.segment);
-  p_.log.Log(c.expected || vetoed ? spdlog::level::info : spdlog::level::warn, "capture_failed",
-             {{"method", p_.name}, {"call", job.index}, {"stage", vetoed ? "vote" : CaptureStageName(c.stage)},
+  const bool vetoed = job.failure_code == eager_reason::kRanks && f.step == CaptureStep::kFirstLaunch;
+  if (f.step != CaptureStep::kFirstLaunch && !f.graph_launched) (void)c_.votes.Vote(c.reason, "first launch");
+  ++job.counts.capture_failures;
+  const std::vector<std::string> stages = c_.info.body.StageNames(*pj.segment);
+  c_.info.log.Log(c.expected || vetoed ? spdlog::level::info : spdlog::level::warn, "capture_failed",
+             {{"method", c_.info.name}, {"call", job.index}, {"stage", vetoed ? "vote" : CaptureStepName(c.step)},
               {"reason", c.status.message()}, {"expected", c.expected || vetoed}, {"stages", Joined(stages)}});
   const std::string reason = vetoed ? std::string(f.status.message()) : "capture failed at " + c.reason;
   piece = PieceGraph();
@@ -361,9 +361,9 @@ Status CapturePipeline::FailPiece(CaptureJob& job, PieceJob& pj, const StageFail
   // An error the failed capture left in CUDA's last-error slot (a real out
   // of memory, an invalidated capture) is encore's, not the body's.
   ClearCudaError();
-  Status s = p_.runner.RunStages(pj.segment->first, pj.segment->last, job.plan->inputs, job.plan->outputs, job.stream,
+  Status s = c_.runner.RunStages(pj.segment->first, pj.segment->last, job.plan->inputs, job.plan->outputs, job.stream,
                                  CallKind::kEager, job.index);
-  if (!s.ok()) p_.log.Error("eager_failed", {{"method", p_.name}, {"call", job.index}, {"error", s.ToString()}});
+  if (!s.ok()) c_.info.log.Error("eager_failed", {{"method", c_.info.name}, {"call", job.index}, {"error", s.ToString()}});
   return s;
 }
 

@@ -44,11 +44,11 @@ struct DecisionInput {
 Action Decide(const DecisionInput& in);
 
 // Where in the capture pipeline a failure happened.
-enum class CaptureStage { kBegin, kMethod, kEndCapture, kInstantiate, kUpdate, kFirstLaunch };
-std::string_view CaptureStageName(CaptureStage s);
+enum class CaptureStep { kBegin, kMethod, kEndCapture, kInstantiate, kUpdate, kFirstLaunch };
+std::string_view CaptureStepName(CaptureStep s);
 
 struct CaptureFailure {
-  CaptureStage stage;
+  CaptureStep step;
   Status status;
   // True when the method is simply not graphable (a shim refused, CUDA said
   // the capture was invalidated or a call is unsupported): logged at info.
@@ -56,12 +56,12 @@ struct CaptureFailure {
   // True when the failed graph never ran, so running the call again eagerly
   // cannot apply its work twice.
   bool retry_eagerly;
-  std::string reason;  // for the report and the log: "stage: message"
+  std::string reason;  // for the report and the log: "step: message"
 };
 
 // `cuda_capture_error` is true when CUDA itself reported a capture error
-// (IsCaptureError) at that stage.
-CaptureFailure ClassifyCaptureFailure(CaptureStage stage, const Status& status, bool cuda_capture_error,
+// (IsCaptureError) at that step.
+CaptureFailure ClassifyCaptureFailure(CaptureStep step, const Status& status, bool cuda_capture_error,
                                       bool graph_launched);
 
 }  // namespace encore

@@ -56,11 +56,11 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
 
   int64_t sites() const { return sites_; }
   // Nodes a replay rewrites when every caller address moves.
-  int64_t rewrite_nodes() const { return static_cast<int64_t>(kernels_.size() + endpoints_.size()); }
+  int64_t rewrite_nodes() const { return static_cast<int64_t>(rewrites_.kernels.size() + rewrites_.endpoints.size()); }
   size_t nodes() const { return nodes_; }
   bool bumps_sequence() const { return bumps_sequence_; }
   // Per tensor (inputs, then outputs): whether some node of it names it.
-  bool names(size_t tensor) const { return tensor < referenced_.size() && referenced_[tensor]; }
+  bool names(size_t tensor) const { return tensor < rewrites_.referenced.size() && rewrites_.referenced[tensor]; }
   const Graph& graph() const { return graph_; }
   // What cudaGraphClone alone took in Build, microseconds (capture_phases).
   double clone_us() const { return clone_us_; }
@@ -101,10 +101,16 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   Status WriteKernel(cudaGraphExec_t exec, const Addresses* bound, KernelSite& k, const Addresses& to);
   Status WriteEndpoints(cudaGraphExec_t exec, const Addresses* bound, EndpointSite& e, const Addresses& to);
 
+  // Where the caller's addresses go: the scan's kernel parameter words and
+  // copy endpoints, and which tensors it found named at all.
+  struct Rewrites {
+    std::vector<KernelSite> kernels;
+    std::vector<EndpointSite> endpoints;
+    std::vector<bool> referenced;  // per tensor
+  };
+
   Graph graph_;
-  std::vector<KernelSite> kernels_;
-  std::vector<EndpointSite> endpoints_;
-  std::vector<bool> referenced_;  // the scan's, per tensor
+  Rewrites rewrites_;
   Addresses static_;
   int64_t sites_ = 0;
   size_t nodes_ = 0;

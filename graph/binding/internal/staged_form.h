@@ -39,6 +39,16 @@ struct HeadNode {
   std::array<int, StageParams::kMaxCopies> publish_tensor{};
 };
 
+// Padded graphs (on_new_shape=pad): the rows ring, and the device words
+// heads and tails share; the tensors seen at the bucket's batch.
+struct PaddedStaging {
+  PadRowsShared* rows = nullptr;
+  uint64_t* launch_slot = nullptr;
+  uint64_t* out_bytes = nullptr;
+  Args graph_inputs;
+  Args graph_outputs;
+};
+
 // What the staging nodes of one capture copy, and where.
 struct StagingPlan {
   Args inputs;           // the caller's tensors
@@ -49,13 +59,7 @@ struct StagingPlan {
   bool copy_out = true;     // heads publish, tails copy the outputs out (copy_outputs)
   void** out_table = nullptr;                // where heads publish the caller's output addresses
   unsigned long long* sequence = nullptr;    // head 0 bumps it (device checks); may be null
-  // Padded graphs (on_new_shape=pad): the rows ring, and the device words
-  // heads and tails share; the tensors seen at the bucket's batch.
-  PadRowsShared* rows = nullptr;
-  uint64_t* launch_slot = nullptr;
-  uint64_t* out_bytes = nullptr;
-  Args graph_inputs;
-  Args graph_outputs;
+  PaddedStaging pad;                         // padded graphs only
 };
 
 // An executable made by rewriting another graph's executable in place

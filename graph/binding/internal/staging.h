@@ -43,6 +43,19 @@ struct RowGeometry {
   uint64_t row;
 };
 
+// A padded graph's part of a staging node (null and zero otherwise): the
+// ring, the device word where heads tell the tail the launch's number, each
+// copied input's and published output's rows (copies[c].bytes is the
+// bucket's whole span), and, on the last tail, the flag to count the launch.
+struct PadStageParams {
+  PadRowsShared* rows;
+  uint64_t* bytes_table;  // head writes, tail reads: bytes of each output to copy
+  uint64_t* launch_slot;
+  RowGeometry in_rows[8];
+  RowGeometry out_rows[8];
+  int advance;
+};
+
 // Passed by value as the kernel's only argument.
 struct StageParams {
   static constexpr int kMaxCopies = 8;
@@ -53,21 +66,13 @@ struct StageParams {
   // Head of chunk 0 only: bumped once per launch; device checks read it to
   // say which call failed.
   unsigned long long* sequence;
-  // Padded graphs only (null and zero otherwise): the ring, the device
-  // word where heads tell the tail the launch's number, each copied
-  // input's and published output's rows (copies[c].bytes is the bucket's
-  // whole span), and, on the last tail, the flag to count the launch.
-  PadRowsShared* rows;
-  uint64_t* bytes_table;  // head writes, tail reads: bytes of each output to copy
-  uint64_t* launch_slot;
-  RowGeometry in_rows[kMaxCopies];
-  RowGeometry out_rows[kMaxCopies];
-  int advance;
+  PadStageParams pad;
   int count;          // copies used
   int publish_count;  // publish entries used (head)
   int table_base;     // table index of publish[0] (head) or copies[0] (tail)
   int is_tail;
 };
+static_assert(sizeof(PadStageParams::in_rows) / sizeof(RowGeometry) == StageParams::kMaxCopies);
 
 // Launches one staging node; the grid is sized for `max_bytes`, the largest
 // copy. The kernel checks alignment at run time, since addresses change.

@@ -18,12 +18,13 @@
 #include "encore/graph/internal/graph.h"
 #include "encore/graph/method_report.h"
 #include "encore/policy/internal/capture_policy.h"
-#include "encore/graph/binding/internal/binding_choice.h"
+#include "encore/graph/capture/internal/binding_choice.h"
 #include "encore/graph/binding/internal/direct_form.h"
 #include "encore/graph/control/internal/graph_walk.h"
-#include "encore/graph/instance/internal/call_plan.h"
-#include "encore/graph/instance/internal/graph_entry.h"
-#include "encore/graph/instance/internal/method_body.h"
+#include "encore/graph/body/internal/call_plan.h"
+#include "encore/graph/capture/internal/capture_outcome.h"
+#include "encore/graph/store/internal/graph_entry.h"
+#include "encore/graph/body/internal/method_body.h"
 #include "encore/graph/internal/lap.h"
 #include "encore/graph/verify/internal/verified_launch.h"
 
@@ -52,6 +53,9 @@ struct CaptureJob {
   cudaStream_t capture = nullptr;  // the stream the capture records
   int64_t index = 0;
   bool recapture = false;
+  int64_t recaptures = 0;  // the method's so far
+  bool warmed_up = false;
+  CaptureCounts counts;
   std::unique_ptr<GraphEntry> entry = std::make_unique<GraphEntry>();
   // Where head nodes tell tail nodes the caller's output addresses; for a
   // padded graph also how many bytes of each to copy out, and the launch's
@@ -90,17 +94,17 @@ struct PieceJob {
   std::vector<std::shared_ptr<void>> kept;
 };
 
-struct StageFailure {
-  CaptureStage stage = CaptureStage::kBegin;
+struct StepFailure {
+  CaptureStep step = CaptureStep::kBegin;
   Status status;
   bool cuda_capture_error = false;
   // The body's work was launched (its result stands): no eager retry.
   bool graph_launched = false;
 };
-using StageResult = std::optional<StageFailure>;  // nullopt: the step succeeded
+using StepResult = std::optional<StepFailure>;  // nullopt: the step succeeded
 
-inline StageResult Failed(CaptureStage stage, Status s, bool cuda_capture_error = false) {
-  return StageFailure{stage, std::move(s), cuda_capture_error};
+inline StepResult Failed(CaptureStep step, Status s, bool cuda_capture_error = false) {
+  return StepFailure{step, std::move(s), cuda_capture_error};
 }
 
 }  // namespace encore

@@ -17,63 +17,75 @@
 #include <cstdint>
 
 #include "encore/core/status.h"
+#include "encore/graph/capture/internal/capture_context.h"
 #include "encore/graph/capture/internal/capture_job.h"
-#include "encore/graph/instance/internal/call_plan.h"
-#include "encore/graph/instance/internal/instance_parts.h"
+#include "encore/graph/capture/internal/capture_outcome.h"
+#include "encore/graph/body/internal/call_plan.h"
+#include "encore/graph/capture/internal/capture_context.h"
 
 namespace encore {
 
 class StreamCapture;
 
+// One capture call as graph/runtime asks for it.
+struct CaptureRequest {
+  const CallPlan* plan = nullptr;
+  cudaStream_t stream = nullptr;
+  int64_t index = 0;
+  bool recapture = false;  // the method had a graph for another signature
+  bool warmed_up = false;  // warmups ran (and showed whether the body uses If/While)
+  int64_t recaptures = 0;  // the method's recaptures so far
+};
+
 class CapturePipeline {
  public:
-  explicit CapturePipeline(InstanceParts& parts) : p_(parts) {}
+  explicit CapturePipeline(CaptureContext& context) : c_(context) {}
 
   // Captures the call's signature, launches it (the call's result) and
-  // keeps the graphs; `recapture`: the method had a graph for another
-  // signature.
-  Status Run(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture);
+  // keeps the graphs; says what happened.
+  CaptureOutcome Run(const CaptureRequest& request);
 
  private:
   // --- the call (capture_pipeline.cc)
-  StageResult Prepare(CaptureJob& job);
-  StageResult PrepareControl(CaptureJob& job);
+  StepResult Prepare(CaptureJob& job);
+  StepResult PrepareControl(CaptureJob& job);
   Status AllocateStaticBuffers(CaptureJob& job);
   Status RunSegments(CaptureJob& job);
-  Status Commit(CaptureJob& job);
-  // The call stopped part way (a stage failed): nothing of it is kept.
-  Status Abandon(CaptureJob& job, Status status);
+  CaptureOutcome Commit(CaptureJob& job);
+  // The call stopped part way (a step failed): nothing of it is kept.
+  CaptureOutcome Abandon(CaptureJob& job, Status status);
   // Prepare failed: the call runs eagerly and graphs go off.
-  Status FailBeforeAnyPiece(CaptureJob& job, const StageFailure& f);
-  void LogCaptured(const CaptureJob& job, const GraphEntry& e) const;
+  CaptureOutcome FailBeforeAnyPiece(CaptureJob& job, const StepFailure& f);
+  void LogPhases(const CaptureJob& job, size_t nodes, double us) const;
+  void DumpGraphs(const GraphEntry& e) const;
 
   // --- one piece (piece_capture.cc)
   Status CapturePiece(CaptureJob& job, const Segment& segment);
-  StageResult Record(CaptureJob& job, PieceJob& pj);
+  StepResult Record(CaptureJob& job, PieceJob& pj);
   // The stages' bodies recorded, with a ConditionalCapture for their Call::
   // If and While when the capture prepared for them.
   Status RecordBody(CaptureJob& job, PieceJob& pj);
-  StageResult EndRecord(CaptureJob& job, PieceJob& pj, StreamCapture& cap, Status failure);
-  StageResult Finalize(CaptureJob& job, PieceJob& pj);
+  StepResult EndRecord(CaptureJob& job, PieceJob& pj, StreamCapture& cap, Status failure);
+  StepResult Finalize(CaptureJob& job, PieceJob& pj);
   // Outputs no node refers to: written outside the capture (a failure), or
   // copied in as well as out so they come back as the body leaves them.
-  StageResult CheckUnreferenced(CaptureJob& job, PieceJob& pj, const std::vector<bool>& referenced, bool complete);
-  StageResult Instantiate(CaptureJob& job, PieceJob& pj);
+  StepResult CheckUnreferenced(CaptureJob& job, PieceJob& pj, const std::vector<bool>& referenced, bool complete);
+  StepResult Instantiate(CaptureJob& job, PieceJob& pj);
   // The direct form, built before the first launch (which then needs no
   // staged executable); false when it was not built (staged, with why).
   bool BuildDirectFirst(CaptureJob& job, PieceJob& pj);
   Status FirstLaunch(CaptureJob& job, PieceJob& pj);
-  StageResult Launch(CaptureJob& job, PieceJob& pj);
-  Status FailFirstLaunch(CaptureJob& job, PieceJob& pj, const StageFailure& f);
+  StepResult Launch(CaptureJob& job, PieceJob& pj);
+  Status FailFirstLaunch(CaptureJob& job, PieceJob& pj, const StepFailure& f);
   // After the probe staged a piece built direct-first: its staged
   // executable, or the piece eager from the next call on.
   Status EnsureStagedExecutable(CaptureJob& job, PieceJob& pj);
   // Runs the piece's stages eagerly on this call (when nothing of its graph
   // ran; else returns the failure) and marks it eager from then on.
-  Status FailPiece(CaptureJob& job, PieceJob& pj, const StageFailure& f);
+  Status FailPiece(CaptureJob& job, PieceJob& pj, const StepFailure& f);
   StagingPlan Staging(const CaptureJob& job, const Segment& segment) const;
 
-  InstanceParts& p_;
+  CaptureContext& c_;
 };
 
 }  // namespace encore

@@ -17,7 +17,7 @@
 #include "encore/core/cuda_error.h"
 #include "encore/core/status.h"
 #include "encore/graph/internal/graph.h"
-#include "encore/graph/capture/internal/stream_capture.h"
+#include "encore/graph/internal/stream_capture.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"
 #include "encore/tests/process_util.h"

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// MethodInstance: a method on one device. Method (graph/method.h) makes one
+// per device on first use. It owns the instance's parts (InstanceState),
+// serializes every call with its mutex, serves the Calls of its body
+// (CallHost) and hands each call to the Dispatcher.
+#ifndef ENCORE_GRAPH_RUNTIME_INTERNAL_METHOD_INSTANCE_H_
+#define ENCORE_GRAPH_RUNTIME_INTERNAL_METHOD_INSTANCE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+#include <span>
+
+#include "encore/core/status.h"
+#include "encore/graph/call.h"
+#include "encore/graph/method_report.h"
+#include "encore/graph/runtime/internal/dispatcher.h"
+#include "encore/graph/runtime/internal/instance_state.h"
+#include "encore/graph/internal/call_host.h"
+
+namespace encore {
+
+class MethodInstance final : public internal::CallHost {
+ public:
+  explicit MethodInstance(InstanceSpec spec);
+  ~MethodInstance();
+  MethodInstance(const MethodInstance&) = delete;
+  MethodInstance& operator=(const MethodInstance&) = delete;
+
+  Status Run(Args inputs, Args outputs, cudaStream_t stream);
+  Status Precapture(Args inputs, Args outputs, cudaStream_t stream);
+  // Drops the graphs, their memory and the captured shapes (the constants
+  // may have been replaced in the shared ConstantSet first).
+  Status Release();
+  Status Synchronize(cudaStream_t stream);
+  MethodReport Report() const;
+  int device() const { return s_.info.device; }
+
+  // CallHost: what the body's Calls ask of this instance.
+  StatusOr<void*> Allocate(Call& call, size_t bytes) override;
+  Status Check(Call& call, const bool* device_cond, std::string_view message) override;
+  Status If(Call& call, const bool* device_cond, const MethodFn& then_fn) override;
+  Status While(Call& call, const bool* device_cond, const MethodFn& body_fn, int64_t max_iterations) override;
+
+ private:
+  void FillGraphReport(MethodReport& r) const;
+
+  InstanceState s_;
+  Dispatcher dispatcher_{s_};
+  mutable std::mutex mu_;
+};
+
+}  // namespace encore
+
+#endif  // ENCORE_GRAPH_RUNTIME_INTERNAL_METHOD_INSTANCE_H_

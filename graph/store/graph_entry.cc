@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "encore/graph/store/internal/graph_entry.h"
+
+#include "encore/core/internal/log.h"
+
+namespace encore {
+
+void PieceGraph::StageInstead(std::string reason) {
+  direct.reset();
+  binding.rebind_sites = 0;
+  binding.auto_rejudge = false;
+  binding = BindingChoice{Binding::kStaged, std::move(reason)};
+}
+
+StatusOr<BoundExec> PieceGraph::Bind(Args inputs, Args outputs, int64_t* new_variants, const EventLog& log,
+                                     const std::string& method, const CallSignature& signature) {
+  if (direct) {
+    StatusOr<const GraphExec*> d = direct->Bind(inputs, outputs, new_variants);
+    if (d.ok() && *d != nullptr) return BoundExec{*d, direct->bumps_sequence()};
+    // CUDA refused to point a node at these buffers (a memcpy endpoint in
+    // pinned-host or managed memory): the staged graph, whose kernels copy
+    // them in and out, answers the call, as it does overlapping tensors.
+    if (!d.ok() && direct->refused_rewrites() == 1) {
+      log.Warn("direct_rewrite_refused", {{"method", method},
+                                          {"signature", signature.ToString()},
+                                          {"error", d.status().message()},
+                                          {"detail", "answered by the staged graph, as are later calls with these "
+                                                     "addresses; logged once per graph"}});
+    }
+  }
+  if (staged.variants().empty()) {
+    // Bound directly from its capture on, the graph made no staged
+    // executable until a call needed one.
+    ENCORE_RETURN_IF_ERROR(staged.InstantiateFirst());
+    if (new_variants != nullptr) ++*new_variants;
+  }
+  ENCORE_ASSIGN_OR_RETURN(StagedForm::Cache::Variant * v,
+                          staged.variants().Bind(inputs, outputs, staged, new_variants));
+  return BoundExec{&v->exec, true};
+}
+
+}  // namespace encore
