@@ -184,5 +184,102 @@ class HouseRulesTest(CommandLineTest):
                          ["lib/a.py:1: cites a run letter ('%s'): say why instead" % old])
 
 
+def includes(*paths):
+    return "".join('#include "encore/%s"\n' % p for p in paths)
+
+
+class LayersTest(CommandLineTest):
+    def test_packages_include_their_own_and_lower_layers_and_the_api(self):
+        self.write("graph/call.h", "")
+        self.write("graph/internal/graph.h", includes("graph/call.h"))
+        self.write("graph/body/internal/method_body.h", includes("graph/internal/graph.h", "graph/call.h"))
+        self.write("graph/capture/capture.cc", includes("graph/body/internal/method_body.h", "core/status.h"))
+        self.write("graph/manager.cc", includes("graph/capture/internal/capture.h"))
+        self.write("core/status.h", includes("core/internal/log.h"))
+        self.assertEqual(house.layer_problems(self.dir), [])
+
+    def test_upward_includes_unplaced_folders_and_includes_from_below_graph(self):
+        self.write("graph/body/body.cc", "\n" + includes("graph/capture/internal/capture.h"))
+        self.write("graph/checks/internal/check.h", includes("graph/engine/internal/dispatcher.h"))
+        self.write("graph/engine/internal/dispatcher.h", includes("graph/runtime/internal/x.h"))
+        self.write("policy/vote.cc", includes("graph/call.h"))
+        self.assertEqual(house.layer_problems(self.dir), [
+            "graph/engine/internal/dispatcher.h:1: package engine is not in GRAPH_LAYERS (tools/house_rules.py): "
+            "place it among " + ", ".join(house.GRAPH_LAYERS),
+            "graph/body/body.cc:2: body (layer 1) includes encore/graph/capture/internal/capture.h of capture "
+            "(layer 8): a package includes only its own and lower layers",
+            "graph/checks/internal/check.h:1: checks includes encore/graph/engine/internal/dispatcher.h of engine, "
+            "which is not in GRAPH_LAYERS",
+            "policy/vote.cc:1: policy/ includes encore/graph/call.h (core/, allocator/ and policy/ sit below graph/)"])
+
+    def test_test_only_files_may_include_upwards(self):
+        upward = includes("graph/runtime/internal/instance.h")
+        for rel in ("graph/body/a_test.cc", "graph/body/a_gpu_test.cc", "graph/body/internal/body_fixture.h",
+                    "graph/body/a_test_kernels.cu", "allocator/arena_gpu_test.cc"):
+            self.write(rel, upward + includes("graph/body/internal/body_fixture.h"))
+        self.assertEqual(house.layer_problems(self.dir), [])
+        # A fixture that library code includes is not test-only any more.
+        self.write("graph/body/runner.cc", includes("graph/body/internal/body_fixture.h"))
+        self.assertEqual(house.layer_problems(self.dir), [
+            "graph/body/internal/body_fixture.h:1: body (layer 1) includes encore/graph/runtime/internal/instance.h"
+            " of runtime (layer 9): a package includes only its own and lower layers"])
+
+
+def struct(name, members):
+    return "struct %s {\n%s};\n" % (name, "".join("  int m%d = 0;\n" % k for k in range(members)))
+
+
+class SharedTypeTest(CommandLineTest):
+    def test_data_members_are_counted_and_the_rest_is_not(self):
+        src = ("namespace encore {\n"
+               "template <class T>\nclass Store final : public Base<T> {\n"
+               " public:\n"
+               "  Store() = default;\n  explicit Store(int n) : n_{n}, f_([] {}) { Run(); }\n"
+               "  Store& operator=(const Store&) = delete;\n  bool operator==(const Store& o) const;\n"
+               "  int Size() const { return n_; }\n  virtual void Run() = 0;\n"
+               "  static constexpr int kMax = 4;\n  static Store* Make();\n  using Fn = std::function<void()>;\n"
+               "  typedef int Id;\n  friend class Other;\n  static_assert(sizeof(int) == 4, \"int\");\n"
+               "  template <class U>\n  U As() const;\n"
+               "  struct Inner {\n    int q;\n    double r{1.0};\n  };\n  enum class Kind { kA, kB };\n"
+               "  ENCORE_FIELDS_(ENCORE_X_)\n"
+               " private:\n"
+               "  int n_{0};\n  Foo bar_{1, 2};\n  Foo baz_ = Foo(1, 2);\n  std::function<void()> f_;\n"
+               "  int a_, b_ = 3;\n  std::map<int, std::pair<int, int>> map_;\n  mutable std::mutex mu_;\n"
+               "  int table_[4] = {1, 2, 3, 4};\n  decltype(n_) same_;\n  Inner inner_;\n"
+               "  unsigned flag_ : 1;\n  std::vector<int> v_ ENCORE_GUARDED_BY(mu_);\n"
+               "  struct { int x; } anon_;\n  const char* name_ = \"}{;\";  // a { in a comment\n"
+               "};\n"
+               "enum class Outside { kA };\nstruct Forward;\ntemplate <class T, class U = int> struct Pair;\n"
+               "}  // namespace encore\n")
+        self.assertEqual(house.types_in(src), [("Store", 3, 15), ("Store::Inner", 19, 2)])
+
+    def test_only_wide_types_of_private_headers_other_packages_include(self):
+        self.write("graph/body/internal/wide.h", struct("Wide", 13) + struct("Narrow", 12))
+        self.write("graph/body/body.cc", includes("graph/body/internal/wide.h"))  # its own package
+        self.write("graph/store/store_test.cc", includes("graph/body/internal/wide.h"))  # a test
+        self.write("graph/pad/internal/wide_pad.h", struct("WidePad", 20))  # included by no other package
+        self.write("graph/runtime/internal/public_root.h", "")
+        self.assertEqual(house.shared_type_problems(self.dir), [])
+        self.write("graph/store/store.cc", includes("graph/body/internal/wide.h"))
+        self.write("graph/manager.cc", includes("graph/body/internal/wide.h"))
+        self.assertEqual(house.shared_type_problems(self.dir), [
+            "graph/body/internal/wide.h:1: type Wide has 13 data members (limit 12), shared with graph/'s root, "
+            "store"])
+
+    def test_bars_fails_on_them_unless_report_only(self):
+        for tool in ("bars.py", "house_rules.py"):
+            with open(os.path.join(os.path.dirname(BARS), tool)) as src:
+                self.write("tools/" + tool, src.read())
+        self.write("graph/body/internal/a.h", includes("graph/capture/internal/b.h"))
+        self.write("graph/capture/internal/b.h", "")
+        bars_copy = [sys.executable, os.path.join(self.dir, "tools/bars.py")]
+        problem = ("graph/body/internal/a.h:1: body (layer 1) includes encore/graph/capture/internal/b.h of "
+                   "capture (layer 8): a package includes only its own and lower layers")
+        for flags, env, rc in (([], {}, 1), (["--layers-report-only"], {}, 0),
+                               ([], {"ENCORE_LAYERS_REPORT_ONLY": "1"}, 0)):
+            r = subprocess.run(bars_copy + flags, capture_output=True, text=True, env=dict(os.environ, **env))
+            self.assertEqual((r.returncode, r.stdout.splitlines()), (rc, [problem]), r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)
