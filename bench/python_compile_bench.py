@@ -15,7 +15,8 @@ in one run:
                    (static buffers, copy_ in, clone() out)
   encore           encore.method around the compiled step, model and cache
                    listed as constants; the position view that moves every
-                   step is bound where it lies (reduce-overhead copies it)
+                   step is bound where it lies when the binding is direct
+                   (the report line says), where reduce-overhead copies it
 
 Each compiled function is made once, before the rounds, and reused by
 every round (so torch._dynamo never recompiles for a new decoder and is
