@@ -61,11 +61,19 @@ class Decoder:
         g = torch.Generator(device="cuda").manual_seed(seed)
         self.prompt = torch.randint(0, model.config.vocab_size, (1, prompt_len), device="cuda", generator=g)
         self.positions = torch.arange(max_len, device="cuda")
-        with torch.no_grad():
-            logits = model(input_ids=self.prompt, past_key_values=self.cache, use_cache=True,
-                           cache_position=self.positions[:prompt_len]).logits
-        self.first = logits[:, -1].argmax(-1, keepdim=True)
         self.start = prompt_len
+        self.restart()
+
+    def restart(self):
+        """Zeroes the cache in place (its tensors keep their addresses, so a
+        graph or a compiled function made over them stays valid) and
+        prefills the prompt again, eagerly."""
+        for t in cache_tensors(self.cache).values():
+            t.zero_()
+        with torch.no_grad():
+            logits = self.model(input_ids=self.prompt, past_key_values=self.cache, use_cache=True,
+                                cache_position=self.positions[:self.start]).logits
+        self.first = logits[:, -1].argmax(-1, keepdim=True)
 
     def step(self, token, position):
         """One decode step: the next token after `token` at `position`."""
@@ -85,10 +93,11 @@ def eager_decode(model, steps, **kw):
     return torch.cat(out, dim=1)
 
 
-def encore_method(d, manager=None, flags="warmup=2"):
-    """The decode step as an encore method: the model's parameters read-only
-    constants, the cache's tensors constants it writes."""
-    return encore.method(d.step, name="llama_decode_step", manager=manager, flags=flags,
+def encore_method(d, manager=None, flags="warmup=2", step=None):
+    """The decode step (`step`, by default d.step; e.g. a torch.compile of
+    it) as an encore method: the model's parameters read-only constants, the
+    cache's tensors constants it writes."""
+    return encore.method(step or d.step, name="llama_decode_step", manager=manager, flags=flags,
                          constants=[d.model, cache_tensors(d.cache)])
 
 
@@ -108,19 +117,20 @@ class HandGraph:
     """What people write today: static buffers, warmups on a side stream,
     torch.cuda.graph, copy_ in and clone() out."""
 
-    def __init__(self, d, warmups=2):
+    def __init__(self, d, warmups=2, step=None):
         self.d = d
+        step = step or d.step
         self.tok = d.first.clone()
         self.pos = d.positions[d.start:d.start + 1].clone()
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.no_grad(), torch.cuda.stream(s):
             for _ in range(warmups):
-                d.step(self.tok, self.pos)
+                step(self.tok, self.pos)
         torch.cuda.current_stream().wait_stream(s)
         self.graph = torch.cuda.CUDAGraph()
         with torch.no_grad(), torch.cuda.graph(self.graph):
-            self.out = d.step(self.tok, self.pos)
+            self.out = step(self.tok, self.pos)
 
     def __call__(self, token, position):
         self.tok.copy_(token)

@@ -14,6 +14,7 @@ import json
 import threading
 import weakref
 
+from . import _encore
 from ._body import Body, CallState
 from ._constants import ConstantList, generation, install_watch
 from ._errors import InvalidArgumentError, error_for, raise_if_error
@@ -97,7 +98,7 @@ class Method:
     def __call__(self, *args, **kwargs):
         fast = self._fast
         if fast is not None and not kwargs:
-            out = fast.call(args)
+            out = fast.call(self, args)
             if out is not _MISS:
                 return out
         return self._call(args, kwargs)
@@ -253,35 +254,33 @@ class Method:
 
 class FastPath:
     """The replay of a call whose arguments are plain CUDA tensors, as the
-    last replay's were, with the same shapes and dtypes: no tree walk, no
-    signature tuple; what a hand-written graph call does plus encore's own
-    guard (in C++) and new outputs. Anything else takes the general path."""
+    last replay's were, with the same shapes, dtypes and device: no tree
+    walk, no signature tuple; one C++ call (python/src/py_fast_call.h) reads
+    each tensor once, makes the outputs, runs the method and returns its
+    results, or says it missed and the general path runs the call."""
 
-    __slots__ = ("m", "n", "shapes", "dtypes", "spec", "single", "tensor", "torch", "device", "nodes", "sig",
-                 "state")
-
-    @classmethod
-    def for_replay(cls, m, args, tensors, state):
+    @staticmethod
+    def for_replay(m, args, tensors, state):
+        """The fast path for calls like this replay's, or None when its
+        arguments are not all plain tensors or its results are kept."""
         spec = state.spec
-        if len(tensors) != len(args) or spec.static is not None or not spec.out:
+        if not args or len(tensors) != len(args) or spec.static is not None or not spec.out:
             return None
-        tensor = m._torch.Tensor
-        if any(type(a) is not tensor for a in args):
+        torch = m._torch
+        if any(type(a) is not torch.Tensor for a in args):
             return None
-        f = cls()
-        f.m, f.n, f.spec, f.torch, f.tensor = m, len(args), spec, m._torch, tensor
-        f.shapes = [a.shape for a in args]
-        f.dtypes = [a.dtype for a in args]
-        f.single = spec.nodes == (TENSOR,)
-        f.device = args[0].get_device() if args else None
-        f.nodes, f.sig = state.nodes, state.sig
-        f.state = CallState((), {}, (), f.nodes, f.sig, (), spec)
-        return f
+        own = CallState((), {}, (), state.nodes, state.sig, (), spec)
+        hooks = (_MISS, torch, FastPath.after_body, unflatten, generation)
+        try:
+            return _encore.FastCall(m._cm, tuple(args), spec, own, m._reuse, m._consts is not None,
+                                    spec.nodes == (TENSOR,), hooks)
+        except (TypeError, ValueError):  # a tensor it cannot describe: the general path serves every call
+            return None
 
-    def _after_body(self, state, err):
+    @staticmethod
+    def after_body(m, state, err):
         """The body ran (a recapture, an eager call, a verification) or encore
         refused: what the general path would return or raise."""
-        m = self.m
         m._fast = None
         if state.exc is not None:
             raise state.exc
@@ -290,39 +289,3 @@ class FastPath:
                 return _MISS  # nothing ran: the general path runs it eagerly
             raise error_for(err[0], err[1])
         return m._results(state)
-
-    def call(self, args):
-        m = self.m
-        if len(args) != self.n:
-            return _MISS
-        tensor, device = self.tensor, self.device
-        grad = self.torch.is_grad_enabled()
-        for a, shape, dtype in zip(args, self.shapes, self.dtypes):
-            if (type(a) is not tensor or a.shape != shape or a.dtype is not dtype or a.get_device() != device
-                    or grad and a.requires_grad):
-                return _MISS
-        if m._consts is not None and generation[0] != m._generation:
-            return _MISS
-        spec = self.spec
-        lock = m._lock
-        lock.acquire()
-        try:
-            if m._fast is not self or m._state is not None:  # a call of this method in flight: re-entry
-                return _MISS
-            stream = self.torch._C._cuda_getCurrentRawStream(device)
-            outputs = spec.new_outputs(self.torch, device, m._reuse)
-            state = self.state
-            state.args = state.tensors = args
-            state.outputs = outputs
-            state.exc = state.ran_kind = state.direct = state.leaves = None
-            m._state = state
-            try:
-                err = m._cm.run(args, outputs, stream)
-            finally:
-                m._state = None
-            if err is not None or state.ran_kind is not None:
-                return self._after_body(state, err)
-        finally:
-            lock.release()
-        return outputs[0] if self.single else unflatten(spec.nodes, outputs, spec.leaves)
-

@@ -8,6 +8,7 @@
 #include "encore/core/status.h"
 #include "encore/version.h"
 #include "py_call.h"
+#include "py_fast_call.h"
 #include "py_manager.h"
 #include "py_method.h"
 #include "py_tensor.h"
@@ -29,5 +30,6 @@ NB_MODULE(_encore, m) {
   });
   encore::python::BindCall(m);
   encore::python::BindMethod(m);
+  encore::python::BindFastCall(m);
   encore::python::BindManager(m);
 }

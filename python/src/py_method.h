@@ -37,6 +37,7 @@ class PyMethod {
   nanobind::object synchronize(uintptr_t stream);
   std::string report_json() const;
   const std::string& name() const { return method_->name(); }
+  Method* method() const { return method_; }
 
  private:
   Method* method_;  // owned by manager_

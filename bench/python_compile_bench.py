@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Greedy decoding of transformers' LlamaForCausalLM (random weights, bf16,
+StaticCache, batch 1, each step fed the previous step's token; the decoder
+of examples/python/llama_decode.py) under torch.compile, ways taking turns
+in one run:
+
+  compiled         torch.compile(step) with PyTorch's graphs off (--inner-mode:
+                   default, or max-autotune-no-cudagraphs), called directly:
+                   the slow reference
+  reduce_overhead  torch.compile(step, mode="reduce-overhead"): PyTorch's own
+                   cudagraph trees; torch.compiler.cudagraph_mark_step_begin()
+                   before each step and the token clone()d, as a user who
+                   keeps the tokens must (the next replay overwrites it)
+  hand_graph       a hand-written torch.cuda.graph around the compiled step
+                   (static buffers, copy_ in, clone() out)
+  encore           encore.method around the compiled step, model and cache
+                   listed as constants; the position view that moves every
+                   step is bound where it lies when the binding is direct
+                   (the report line says), where reduce-overhead copies it
+
+Each compiled function is made once, before the rounds, and reused by
+every round (so torch._dynamo never recompiles for a new decoder and is
+never reset): the time of its first call is printed as its compile time
+(dynamo and inductor, with a fresh inductor and Triton cache directory
+unless --warm-cache; the function compiled second reuses what the first
+left in this process, such as the compile workers and identical Triton
+kernels). All ways share one decoder whose cache is zeroed and prefilled
+again before each run. Per way and round: the wall time until the 4th
+token is on the host side of a sync (round 1: reduce-overhead's warmup and
+recording; every round: the hand graph's and encore's warmups and capture,
+since they are made again each round, while reduce-overhead replays what it
+recorded in round 1), then ms per token and this thread's CPU per step over
+the other steps. Medians over rounds. Tokens are compared with the
+compiled way's (fused kernels round differently from eager) and, for
+information, with eager's.
+
+  python3 bench/python_compile_bench.py [--rounds 3] [--steps 128] [--inner-mode default]
+"""
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "python"))
+
+from bench_common import write_json  # noqa: E402
+
+WAYS = ("compiled", "reduce_overhead", "hand_graph", "encore")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--inner-mode", default="default", choices=("default", "max-autotune-no-cudagraphs"),
+                    help="torch.compile mode of the step the compiled, hand_graph and encore ways call")
+    ap.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="keep the inductor and Triton cache directories already set (compile times then "
+                         "depend on earlier runs)")
+    ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "python_compile_bench.json"))
+    a = ap.parse_args()
+    a.ways = [w for w in a.ways.split(",") if w]
+    unknown = [w for w in a.ways if w not in WAYS]
+    if unknown or a.steps < 8 or a.rounds < 1:
+        ap.error(f"--ways {unknown} not among {list(WAYS)}, or --steps {a.steps} < 8, or --rounds {a.rounds} < 1")
+    return a
+
+
+def fresh_caches():
+    """Inductor's and Triton's caches in a new directory, set before torch
+    is imported, so compile times do not depend on earlier runs."""
+    root = tempfile.mkdtemp(prefix="encore_compile_bench_")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
+    return root
+
+
+def dynamo_counts(torch):
+    """What dynamo and inductor counted: graphs compiled, frames, graph
+    breaks, cudagraph skips (reduce-overhead falling back to no graphs)."""
+    try:
+        from torch._dynamo.utils import counters
+        out = {"unique_graphs": counters["stats"].get("unique_graphs", 0),
+               "frames_ok": counters["frames"].get("ok", 0),
+               "frames_total": counters["frames"].get("total", 0),
+               "graph_breaks": sum(counters["graph_break"].values())}
+        out.update({k: v for k, v in counters["inductor"].items() if "cudagraph" in k})
+        return out
+    except Exception as e:  # noqa: BLE001 - private counters: informative only
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+class Bench:
+    def __init__(self, a, torch, encore, ld):
+        self.a, self.torch, self.encore, self.ld = a, torch, encore, ld
+        self.model = ld.make_model(a.layers, a.hidden)
+        self.d = ld.Decoder(self.model, max_len=16 + a.steps + 8)
+        self.fns = {}          # "inner" / "reduce_overhead" -> the compiled step
+        self.compile_s = {}
+        self.failed = {}       # way -> the error that stopped it
+        self.reports = {}
+
+    # ------------------------------------------------------------ compile --
+    def compile_all(self):
+        torch, d = self.torch, self.d
+        inner_mode = None if self.a.inner_mode == "default" else self.a.inner_mode
+        needs = {"reduce_overhead": "reduce_overhead" in self.a.ways,
+                 "inner": any(w in self.a.ways for w in ("compiled", "hand_graph", "encore"))}
+        # reduce-overhead first: its compile time is the one a user of it pays, cold.
+        for key, mode in (("reduce_overhead", "reduce-overhead"), ("inner", inner_mode)):
+            if not needs[key]:
+                continue
+            try:
+                fn = torch.compile(d.step, mode=mode)
+                d.restart()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                with torch.no_grad():
+                    if key == "reduce_overhead":
+                        torch.compiler.cudagraph_mark_step_begin()
+                    fn(d.first, d.positions[d.start:d.start + 1])
+                torch.cuda.synchronize()
+                self.compile_s[key] = time.perf_counter() - t0
+                self.fns[key] = fn
+                print(f"compiled {key} (mode={mode}): {self.compile_s[key]:.1f} s; dynamo: {dynamo_counts(torch)}",
+                      flush=True)
+            except Exception:  # noqa: BLE001 - the other ways still run
+                print(f"compile {key} (mode={mode}) FAILED:", flush=True)
+                traceback.print_exc()
+                for w in ((key,) if key == "reduce_overhead" else ("compiled", "hand_graph", "encore")):
+                    self.failed[w] = f"compile of {key} failed"
+
+    # -------------------------------------------------------------- ways ----
+    def make_way(self, way):
+        """The per-step callable of `way`, made afresh for this round where
+        the way has per-round state (the hand graph, encore's method)."""
+        torch, d = self.torch, self.d
+        if way == "compiled":
+            return self.fns["inner"]
+        if way == "hand_graph":
+            return self.ld.HandGraph(d, step=self.fns["inner"])
+        if way == "encore":
+            return self.ld.encore_method(d, manager=self.encore.Manager(flags=""), step=self.fns["inner"])
+        ro = self.fns["reduce_overhead"]
+        mark = torch.compiler.cudagraph_mark_step_begin
+
+        def reduce_overhead_step(token, position):
+            mark()
+            return ro(token, position).clone()
+
+        return reduce_overhead_step
+
+    def run_way(self, way):
+        torch, d, steps = self.torch, self.d, self.a.steps
+        d.restart()
+        torch.cuda.synchronize()
+        w0 = time.perf_counter()
+        fn = self.make_way(way)
+        tok, out = d.first, []
+        with torch.no_grad():
+            for i in range(steps):
+                p = d.start + i
+                if i == 4:
+                    torch.cuda.synchronize()
+                    first4 = time.perf_counter() - w0
+                    w1, c1 = time.perf_counter(), time.thread_time()
+                tok = fn(tok, d.positions[p:p + 1])
+                out.append(tok)
+            c2 = time.thread_time()
+            torch.cuda.synchronize()
+            w2 = time.perf_counter()
+        if way == "encore":
+            self.reports[way] = fn.report()
+            fn.release()
+        n = steps - 4
+        return {"tokens": torch.cat(out, dim=1), "first4_ms": first4 * 1e3,
+                "ms_per_token": (w2 - w1) / n * 1e3, "cpu_us_per_step": (c2 - c1) / n * 1e6}
+
+    def eager_tokens(self):
+        """Eager decoding's tokens, untimed, for the tokens==eager column."""
+        torch, d = self.torch, self.d
+        try:
+            d.restart()
+            tok, out = d.first, []
+            with torch.no_grad():
+                for i in range(self.a.steps):
+                    p = d.start + i
+                    tok = d.step(tok, d.positions[p:p + 1])
+                    out.append(tok)
+            return torch.cat(out, dim=1)
+        except Exception:  # noqa: BLE001 - informative only
+            print("eager decoding FAILED:", flush=True)
+            traceback.print_exc()
+            return None
+
+    def rounds(self):
+        ways = [w for w in WAYS if w in self.a.ways]
+        res = {w: [] for w in ways}
+        for r in range(self.a.rounds):
+            for w in ways[r % len(ways):] + ways[:r % len(ways)]:
+                if w in self.failed:
+                    continue
+                try:
+                    res[w].append(self.run_way(w))
+                    x = res[w][-1]
+                    print(f"round {r + 1} {w}: {x['ms_per_token']:.3f} ms/token, {x['cpu_us_per_step']:.1f} us "
+                          f"CPU/step, first 4 tokens {x['first4_ms']:.1f} ms", flush=True)
+                except Exception as e:  # noqa: BLE001 - the other ways still run
+                    print(f"round {r + 1} {w} FAILED:", flush=True)
+                    traceback.print_exc()
+                    self.failed[w] = f"{type(e).__name__}: {str(e)[:200]}"
+        return res
+
+
+def med(runs, key):
+    return statistics.median(x[key] for x in runs)
+
+
+def summarize(b, res, eager):
+    """The rows of the final table, as dicts."""
+    torch = b.torch
+    ref = res["compiled"][0]["tokens"] if res.get("compiled") else None
+    rows = {}
+    for w, runs in res.items():
+        if not runs:
+            rows[w] = {"failed": b.failed.get(w, "no runs")}
+            continue
+        row = {"ms_per_token": med(runs, "ms_per_token"), "cpu_us_per_step": med(runs, "cpu_us_per_step"),
+               "first4_ms_round1": runs[0]["first4_ms"],
+               "first4_ms_later": med(runs[1:], "first4_ms") if len(runs) > 1 else None,
+               "rounds": len(runs)}
+        row["tokens_eq_compiled"] = None if ref is None else all(torch.equal(x["tokens"], ref) for x in runs)
+        row["tokens_eq_eager"] = None if eager is None else all(torch.equal(x["tokens"], eager) for x in runs)
+        if w in b.failed:
+            row["failed"] = b.failed[w]
+        rows[w] = row
+    return rows
+
+
+def fmt(v, spec):
+    return f"{'-':>{spec.split('.')[0]}}" if v is None else format(v, spec)
+
+
+def print_table(a, torch, rows, compile_s):
+    print(f"LlamaForCausalLM {a.layers} layers x {a.hidden}, bf16, StaticCache, {a.steps} steps, {a.rounds} rounds; "
+          f"torch {torch.__version__}; inner mode {a.inner_mode}")
+    print("compile (first call): " + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items()))
+    cols = ("ms_per_token", "cpu_us_per_step", "first4_ms_round1", "first4_ms_later")
+    print(f"{'way':16s} " + " ".join(f"{c:>16s}" for c in cols) + "  tokens==compiled  tokens==eager")
+    for w, row in rows.items():
+        if "ms_per_token" not in row:
+            print(f"{w:16s} FAILED: {row['failed']}")
+            continue
+        vals = " ".join(fmt(row[c], "16.3f") for c in cols)
+        print(f"{w:16s} {vals}  {str(row['tokens_eq_compiled']):>16s}  {str(row['tokens_eq_eager']):>13s}"
+              + (f"  (stopped: {row['failed']})" if "failed" in row else ""))
+
+
+def print_targets(rows):
+    enc, ro = rows.get("encore", {}), rows.get("reduce_overhead", {})
+    if "ms_per_token" not in enc or "ms_per_token" not in ro:
+        print("targets: not measured (encore or reduce_overhead has no runs)")
+        return
+    ratio = enc["ms_per_token"] / ro["ms_per_token"]
+    print(f"{'PASS' if ratio <= 1.02 else 'MISS'} encore ms/token within 2% of reduce-overhead's: "
+          f"{enc['ms_per_token']:.3f} against {ro['ms_per_token']:.3f} (x{ratio:.3f})")
+    cpu = enc["cpu_us_per_step"] / ro["cpu_us_per_step"]
+    print(f"{'PASS' if cpu <= 0.2 else 'MISS'} encore CPU per step at most 0.2x reduce-overhead's: "
+          f"{enc['cpu_us_per_step']:.1f} us against {ro['cpu_us_per_step']:.1f} us (x{cpu:.3f})")
+    same = enc.get("tokens_eq_compiled")
+    print(f"{'PASS' if same else 'MISS'} encore's tokens equal the compiled way's: {same}; "
+          f"reduce-overhead's: {ro.get('tokens_eq_compiled')}")
+
+
+def print_report(rep):
+    if rep is None:
+        return
+    keys = ("phase", "binding", "binding_reason", "captures", "replays", "eager_calls", "eager_by_reason",
+            "graph_nodes", "last_capture_us", "graphs_off_reason")
+    print("encore (last round): " + " ".join(f"{k}={rep.get(k)}" for k in keys))
+
+
+def main():
+    a = parse_args()
+    print("command: python3 " + " ".join(shlex.quote(x) for x in sys.argv), flush=True)
+    if not a.warm_cache:
+        print(f"inductor and Triton caches: {fresh_caches()} (new)", flush=True)
+    import torch
+
+    import encore
+    import llama_decode
+    b = Bench(a, torch, encore, llama_decode)
+    b.compile_all()
+    after_compile = dynamo_counts(torch)
+    eager = b.eager_tokens()
+    res = b.rounds()
+    rows = summarize(b, res, eager)
+    counts = dynamo_counts(torch)
+    print_table(a, torch, rows, b.compile_s)
+    print_targets(rows)
+    print_report(b.reports.get("encore"))
+    print(f"dynamo after compiling: {after_compile}; at the end: {counts}"
+          + ("" if counts.get("unique_graphs") == after_compile.get("unique_graphs")
+             else " (it compiled again during the rounds: their times include compiling)"))
+    text = json.dumps({"args": vars(a), "torch": torch.__version__, "compile_s": b.compile_s, "ways": rows,
+                       "encore_report": b.reports.get("encore"), "dynamo": counts}, indent=1, default=str)
+    errors = []
+    write_json(text, a.json, "python_compile_bench.json", errors)
+    for e in errors:
+        print(e)
+    return 1 if b.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
