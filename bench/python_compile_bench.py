@@ -18,21 +18,17 @@ in one run:
                    step is bound where it lies when the binding is direct
                    (the report line says), where reduce-overhead copies it
 
-Each compiled function is made once, before the rounds, and reused by
-every round (so torch._dynamo never recompiles for a new decoder and is
-never reset): the time of its first call is printed as its compile time
-(dynamo and inductor, with a fresh inductor and Triton cache directory
-unless --warm-cache; the function compiled second reuses what the first
-left in this process, such as the compile workers and identical Triton
-kernels). All ways share one decoder whose cache is zeroed and prefilled
-again before each run. Per way and round: the wall time until the 4th
-token is on the host side of a sync (round 1: reduce-overhead's warmup and
-recording; every round: the hand graph's and encore's warmups and capture,
-since they are made again each round, while reduce-overhead replays what it
-recorded in round 1), then ms per token and this thread's CPU per step over
-the other steps. Medians over rounds. Tokens are compared with the
-compiled way's (fused kernels round differently from eager) and, for
-information, with eager's.
+Every run decodes with a fresh decoder (a new StaticCache, the prompt
+prefilled eagerly) and compiles its step afresh, so torch._dynamo compiles
+once per run (its recompile limits raised; the inductor and Triton caches
+are fresh unless --warm-cache, so round 1 pays a cold compile and later
+rounds a warm one). The time to the end of the first call in round 1 is
+printed per way. Per way and round: the wall time until the 4th token is on
+the host side of a sync (compiling, warmups, capture or recording
+included), then ms per token and this thread's CPU per step over the other
+steps. Medians over rounds. Tokens are compared with the compiled way's
+(fused kernels round differently from eager) and, for information, with
+eager's.
 
   python3 bench/python_compile_bench.py [--rounds 3] [--steps 128] [--inner-mode default]
 """
@@ -104,72 +100,50 @@ class Bench:
     def __init__(self, a, torch, encore, ld):
         self.a, self.torch, self.encore, self.ld = a, torch, encore, ld
         self.model = ld.make_model(a.layers, a.hidden)
-        self.d = ld.Decoder(self.model, max_len=16 + a.steps + 8)
-        self.fns = {}          # "inner" / "reduce_overhead" -> the compiled step
-        self.compile_s = {}
+        self.max_len = 16 + a.steps + 8
+        self.compile_s = {}    # way -> its first call in round 1 (dynamo, inductor, and its graphs)
         self.failed = {}       # way -> the error that stopped it
         self.reports = {}
-
-    # ------------------------------------------------------------ compile --
-    def compile_all(self):
-        torch, d = self.torch, self.d
-        inner_mode = None if self.a.inner_mode == "default" else self.a.inner_mode
-        needs = {"reduce_overhead": "reduce_overhead" in self.a.ways,
-                 "inner": any(w in self.a.ways for w in ("compiled", "hand_graph", "encore"))}
-        # reduce-overhead first: its compile time is the one a user of it pays, cold.
-        for key, mode in (("reduce_overhead", "reduce-overhead"), ("inner", inner_mode)):
-            if not needs[key]:
-                continue
-            try:
-                fn = torch.compile(d.step, mode=mode)
-                d.restart()
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                with torch.no_grad():
-                    if key == "reduce_overhead":
-                        torch.compiler.cudagraph_mark_step_begin()
-                    fn(d.first, d.positions[d.start:d.start + 1])
-                torch.cuda.synchronize()
-                self.compile_s[key] = time.perf_counter() - t0
-                self.fns[key] = fn
-                print(f"compiled {key} (mode={mode}): {self.compile_s[key]:.1f} s; dynamo: {dynamo_counts(torch)}",
-                      flush=True)
-            except Exception:  # noqa: BLE001 - the other ways still run
-                print(f"compile {key} (mode={mode}) FAILED:", flush=True)
-                traceback.print_exc()
-                for w in ((key,) if key == "reduce_overhead" else ("compiled", "hand_graph", "encore")):
-                    self.failed[w] = f"compile of {key} failed"
+        # A decoder per run, so a compiled step per run: dynamo compiles the
+        # step again for each (warm caches after the first).
+        for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                     "accumulated_recompile_limit"):
+            if hasattr(torch._dynamo.config, knob):
+                setattr(torch._dynamo.config, knob, 256)
 
     # -------------------------------------------------------------- ways ----
-    def make_way(self, way):
-        """The per-step callable of `way`, made afresh for this round where
-        the way has per-round state (the hand graph, encore's method)."""
-        torch, d = self.torch, self.d
+    def make_way(self, way, d):
+        """The per-step callable of `way` over decoder `d`."""
+        torch = self.torch
+        if way == "reduce_overhead":
+            ro = torch.compile(d.step, mode="reduce-overhead")
+            mark = torch.compiler.cudagraph_mark_step_begin
+
+            def reduce_overhead_step(token, position):
+                mark()
+                return ro(token, position).clone()
+
+            return reduce_overhead_step
+        inner = torch.compile(d.step, mode=None if self.a.inner_mode == "default" else self.a.inner_mode)
         if way == "compiled":
-            return self.fns["inner"]
+            return inner
         if way == "hand_graph":
-            return self.ld.HandGraph(d, step=self.fns["inner"])
-        if way == "encore":
-            return self.ld.encore_method(d, manager=self.encore.Manager(flags=""), step=self.fns["inner"])
-        ro = self.fns["reduce_overhead"]
-        mark = torch.compiler.cudagraph_mark_step_begin
-
-        def reduce_overhead_step(token, position):
-            mark()
-            return ro(token, position).clone()
-
-        return reduce_overhead_step
+            return self.ld.HandGraph(d, step=inner)
+        return self.ld.encore_method(d, manager=self.encore.Manager(flags=""), step=inner)
 
     def run_way(self, way):
-        torch, d, steps = self.torch, self.d, self.a.steps
-        d.restart()
+        torch, steps = self.torch, self.a.steps
+        d = self.ld.Decoder(self.model, max_len=self.max_len)
         torch.cuda.synchronize()
         w0 = time.perf_counter()
-        fn = self.make_way(way)
+        fn = self.make_way(way, d)
         tok, out = d.first, []
         with torch.no_grad():
             for i in range(steps):
                 p = d.start + i
+                if i == 1 and way not in self.compile_s:
+                    torch.cuda.synchronize()
+                    self.compile_s[way] = time.perf_counter() - w0
                 if i == 4:
                     torch.cuda.synchronize()
                     first4 = time.perf_counter() - w0
@@ -181,16 +155,15 @@ class Bench:
             w2 = time.perf_counter()
         if way == "encore":
             self.reports[way] = fn.report()
-            fn.release()
         n = steps - 4
         return {"tokens": torch.cat(out, dim=1), "first4_ms": first4 * 1e3,
                 "ms_per_token": (w2 - w1) / n * 1e3, "cpu_us_per_step": (c2 - c1) / n * 1e6}
 
     def eager_tokens(self):
         """Eager decoding's tokens, untimed, for the tokens==eager column."""
-        torch, d = self.torch, self.d
+        torch = self.torch
         try:
-            d.restart()
+            d = self.ld.Decoder(self.model, max_len=self.max_len)
             tok, out = d.first, []
             with torch.no_grad():
                 for i in range(self.a.steps):
@@ -254,7 +227,8 @@ def fmt(v, spec):
 def print_table(a, torch, rows, compile_s):
     print(f"LlamaForCausalLM {a.layers} layers x {a.hidden}, bf16, StaticCache, {a.steps} steps, {a.rounds} rounds; "
           f"torch {torch.__version__}; inner mode {a.inner_mode}")
-    print("compile (first call): " + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items()))
+    print("first call of round 1 (compiling, warmups, graphs): "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items()))
     cols = ("ms_per_token", "cpu_us_per_step", "first4_ms_round1", "first4_ms_later")
     print(f"{'way':16s} " + " ".join(f"{c:>16s}" for c in cols) + "  tokens==compiled  tokens==eager")
     for w, row in rows.items():
@@ -300,8 +274,6 @@ def main():
     import encore
     import llama_decode
     b = Bench(a, torch, encore, llama_decode)
-    b.compile_all()
-    after_compile = dynamo_counts(torch)
     eager = b.eager_tokens()
     res = b.rounds()
     rows = summarize(b, res, eager)
@@ -309,9 +281,7 @@ def main():
     print_table(a, torch, rows, b.compile_s)
     print_targets(rows)
     print_report(b.reports.get("encore"))
-    print(f"dynamo after compiling: {after_compile}; at the end: {counts}"
-          + ("" if counts.get("unique_graphs") == after_compile.get("unique_graphs")
-             else " (it compiled again during the rounds: their times include compiling)"))
+    print(f"dynamo at the end: {counts}")
     text = json.dumps({"args": vars(a), "torch": torch.__version__, "compile_s": b.compile_s, "ways": rows,
                        "encore_report": b.reports.get("encore"), "dynamo": counts}, indent=1, default=str)
     errors = []

@@ -10,6 +10,7 @@ from . import _encore
 from ._errors import InvalidArgumentError, error_for
 from ._flags import split_manager_text
 from ._log import python_sink
+from ._retire import flush, retire
 
 
 class Manager:
@@ -22,6 +23,7 @@ class Manager:
     """
 
     def __init__(self, flags: str | None = None, graph_memory_budget: int | None = None):
+        flush()
         source = "flags"
         if flags is None:
             flags = os.environ.get("ENCORE_METHOD_FLAGS", "")
@@ -40,6 +42,9 @@ class Manager:
         self._methods: dict = {}
         self._lock = threading.Lock()
         self._rename = False
+
+    def __del__(self):
+        retire(self.__dict__.get("_cxx"))
 
     def method(self, fn=None, *, name=None, constants=None, flags=None, stages=None):
         """A method of this manager: see :func:`encore.method`."""

@@ -20,6 +20,7 @@ from ._constants import ConstantList, generation, install_watch
 from ._errors import InvalidArgumentError, error_for, raise_if_error
 from ._flags import resolve, split_method_text
 from ._log import logger
+from ._retire import flush, retire
 from ._torch import current_device_and_stream, require_gpu, torch_module
 from ._tree import TENSOR, describe_difference, flatten, leaf_paths, unflatten
 
@@ -57,6 +58,7 @@ class Method:
     """
 
     def __init__(self, manager, fn, name, constants, flags):
+        flush()
         torch = torch_module("encore.method")
         self._torch = torch
         self._fn = fn
@@ -103,7 +105,11 @@ class Method:
                 return out
         return self._call(args, kwargs)
 
+    def __del__(self):
+        retire(self.__dict__.get("_cm"))
+
     def _call(self, args, kwargs):
+        flush()
         torch = self._torch
         tensors, nodes = [], []
         flatten(args, torch.Tensor, tensors, nodes)
