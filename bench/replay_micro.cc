@@ -83,16 +83,16 @@ int main(int argc, char** argv) {
   Measure("raw graph launch", s, [&](int) { CK(cudaGraphLaunch(raw, s)); });
 
   // encore's staging kernel (large parameter struct) around the work.
-  StageParams pin{}, pout{};
+  StagingParams pin{}, pout{};
   pin.count = pout.count = 1;
   pin.copies[0] = {in[0], sin, kBytes};
   pout.copies[0] = {sout, out[0], kBytes};
   cudaGraphNode_t nin, nout;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  CK(LaunchStage(pin, kBytes, s));
+  CK(LaunchStaging(pin, kBytes, s));
   nin = LastNode(s);
   CK(Work(sin, sout, s));
-  CK(LaunchStage(pout, kBytes, s));
+  CK(LaunchStaging(pout, kBytes, s));
   nout = LastNode(s);
   CK(cudaStreamEndCapture(s, &g));
   cudaGraphExec_t staged;
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     cudaEvent_t done;
     CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     auto build = [&](bool with_seq, bool with_table, bool with_record) {
-      StageParams h{}, t{};
+      StagingParams h{}, t{};
       h.count = t.count = 1;
       h.copies[0] = {in[0], sin, kBytes};
       t.copies[0] = {sout, out[0], kBytes};
@@ -147,9 +147,9 @@ int main(int argc, char** argv) {
       }
       cudaGraph_t gg;
       CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      CK(LaunchStage(h, kBytes, s));
+      CK(LaunchStaging(h, kBytes, s));
       CK(Work(sin, sout, s));
-      CK(LaunchStage(t, kBytes, s));
+      CK(LaunchStaging(t, kBytes, s));
       cudaGraphNode_t last = LastNode(s);
       CK(cudaStreamEndCapture(s, &gg));
       if (with_record) {

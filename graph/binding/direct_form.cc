@@ -92,7 +92,7 @@ Status DirectForm::Clone(const Graph& staged, const StagedNodes& nodes, cudaEven
   for (size_t i = 0; nodes.check_sequence != nullptr && i < nodes.heads.size(); ++i) {
     // The body checks on the device: its heads stay, copying nothing, so a
     // check still runs after head 0 has bumped the sequence.
-    StageParams p{};
+    StagingParams p{};
     p.sequence = i == 0 ? nodes.check_sequence : nullptr;
     void* args[] = {&p};
     cudaKernelNodeParams k = nodes.head_launch;

@@ -10,7 +10,7 @@
 namespace encore {
 namespace {
 
-constexpr size_t kChunk = StageParams::kMaxCopies;
+constexpr size_t kChunk = StagingParams::kMaxCopies;
 
 size_t Chunks(size_t n) { return (n + kChunk - 1) / kChunk; }
 
@@ -38,14 +38,14 @@ std::vector<int> CopyTensors(const StagingPlan& plan) {
   return t;
 }
 
-Status Launch(const StageParams& p, cudaStream_t stream) {
+Status Launch(const StagingParams& p, cudaStream_t stream) {
   uint64_t max_bytes = 0;
   for (int k = 0; k < p.count; ++k) max_bytes = std::max<uint64_t>(max_bytes, p.copies[k].bytes);
-  return LaunchResult(LaunchStage(p, max_bytes, stream), "staging kernel launch");
+  return LaunchResult(LaunchStaging(p, max_bytes, stream), "staging kernel launch");
 }
 
 // Launches `p` as the next node of the capture and returns that node.
-StatusOr<cudaGraphNode_t> LaunchNode(const StageParams& p, StreamCapture& cap, cudaStream_t stream) {
+StatusOr<cudaGraphNode_t> LaunchNode(const StagingParams& p, StreamCapture& cap, cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(Launch(p, stream));
   return cap.LastNode();
 }
@@ -59,7 +59,7 @@ Status StagedForm::AddHeads(const StagingPlan& plan, StreamCapture& cap, cudaStr
   const size_t chunks = std::max<size_t>({1, Chunks(copies.size()), Chunks(n_pub)});
   for (size_t c = 0; c < chunks; ++c) {
     HeadNode h;
-    StageParams& p = h.params;
+    StagingParams& p = h.params;
     const size_t first = c * kChunk;
     p.count = static_cast<int>(std::min(kChunk, copies.size() - std::min(copies.size(), first)));
     p.publish_count = static_cast<int>(std::min(kChunk, n_pub - std::min(n_pub, first)));
@@ -70,7 +70,7 @@ Status StagedForm::AddHeads(const StagingPlan& plan, StreamCapture& cap, cudaStr
       const int t = copies[first + k];
       h.copy_tensor[k] = t;
       const TensorRef& dst = TensorAt(t, plan.static_inputs, plan.static_outputs);
-      p.copies[k] = StageCopy{TensorAt(t, plan.inputs, plan.outputs).data, dst.data, dst.span_bytes()};
+      p.copies[k] = StagingCopy{TensorAt(t, plan.inputs, plan.outputs).data, dst.data, dst.span_bytes()};
       if (plan.pad.rows) p.pad.in_rows[k] = GeometryOf(TensorAt(t, plan.pad.graph_inputs, plan.pad.graph_outputs));
     }
     for (int k = 0; k < p.publish_count; ++k) {
@@ -95,7 +95,7 @@ Status StagedForm::AddTails(const StagingPlan& plan, StreamCapture& cap, cudaStr
   const size_t chunks = std::max<size_t>(Chunks(n_out), plan.pad.rows ? 1 : 0);
   for (size_t c = 0; c < chunks; ++c) {
     const size_t first = c * kChunk;
-    StageParams p{};
+    StagingParams p{};
     p.count = static_cast<int>(std::min(kChunk, n_out - std::min(n_out, first)));
     p.table = plan.out_table;
     p.table_base = static_cast<int>(first);
@@ -108,7 +108,7 @@ Status StagedForm::AddTails(const StagingPlan& plan, StreamCapture& cap, cudaStr
     }
     for (int k = 0; k < p.count; ++k) {
       const TensorRef& st = plan.static_outputs[first + k];
-      p.copies[k] = StageCopy{st.data, nullptr, st.span_bytes()};
+      p.copies[k] = StagingCopy{st.data, nullptr, st.span_bytes()};
     }
     ENCORE_ASSIGN_OR_RETURN(cudaGraphNode_t node, LaunchNode(p, cap, stream));
     nodes->push_back(node);
@@ -135,18 +135,18 @@ StatusOr<bool> StagedForm::AddRoundTrips(const std::vector<int>& tensors, const 
   size_t next = 0;
   for (HeadNode& h : heads_) {
     bool changed = false;
-    for (StageParams& p = h.params; next < tensors.size() && p.count < static_cast<int>(kChunk); ++next) {
+    for (StagingParams& p = h.params; next < tensors.size() && p.count < static_cast<int>(kChunk); ++next) {
       const int t = tensors[next];
       const TensorRef& dst = TensorAt(t, plan.static_inputs, plan.static_outputs);
       h.copy_tensor[p.count] = t;
-      p.copies[p.count] = StageCopy{TensorAt(t, plan.inputs, plan.outputs).data, dst.data, dst.span_bytes()};
+      p.copies[p.count] = StagingCopy{TensorAt(t, plan.inputs, plan.outputs).data, dst.data, dst.span_bytes()};
       if (plan.pad.rows) p.pad.in_rows[p.count] = GeometryOf(TensorAt(t, plan.pad.graph_inputs, plan.pad.graph_outputs));
       ++p.count;
       changed = true;
     }
     if (!changed) continue;
     h.launch.gridDim.y = static_cast<unsigned>(h.params.count);
-    StageParams p = h.params;
+    StagingParams p = h.params;
     void* args[] = {&p};
     cudaKernelNodeParams k = h.launch;
     k.kernelParams = args;
@@ -166,7 +166,7 @@ Status StagedForm::InstantiateFirst() {
 
 Status StagedForm::LaunchHeads(bool body_bumps_sequence, cudaStream_t stream, bool* bumped) const {
   for (const HeadNode& h : heads_) {
-    StageParams p = h.params;
+    StagingParams p = h.params;
     if (body_bumps_sequence) p.sequence = nullptr;
     ENCORE_RETURN_IF_ERROR(Launch(p, stream));
     *bumped |= p.sequence != nullptr;
@@ -175,7 +175,7 @@ Status StagedForm::LaunchHeads(bool body_bumps_sequence, cudaStream_t stream, bo
 }
 
 Status StagedForm::LaunchTails(cudaStream_t stream) const {
-  for (const StageParams& p : tails_) ENCORE_RETURN_IF_ERROR(Launch(p, stream));
+  for (const StagingParams& p : tails_) ENCORE_RETURN_IF_ERROR(Launch(p, stream));
   return OkStatus();
 }
 
@@ -194,8 +194,8 @@ Addresses StagedForm::CapturedAddresses() const {
   return a;
 }
 
-StageParams StagedForm::ParamsFor(const HeadNode& h, const Addresses& to) const {
-  StageParams p = h.params;
+StagingParams StagedForm::ParamsFor(const HeadNode& h, const Addresses& to) const {
+  StagingParams p = h.params;
   for (int k = 0; k < p.count; ++k) p.copies[k].src = to[h.copy_tensor[k]];
   for (int k = 0; k < p.publish_count; ++k) p.publish[k] = const_cast<void*>(to[h.publish_tensor[k]]);
   return p;
@@ -205,7 +205,7 @@ StatusOr<GraphExec> StagedForm::Instantiate(const Addresses& to) {
   // The heads get these addresses in the graph before it is instantiated,
   // not rewritten after (VariantCache says why).
   for (const HeadNode& h : heads_) {
-    StageParams p = ParamsFor(h, to);
+    StagingParams p = ParamsFor(h, to);
     void* args[] = {&p};
     cudaKernelNodeParams k = h.launch;
     k.kernelParams = args;
@@ -221,7 +221,7 @@ Status StagedForm::Rewrite(Cache::Variant& v, const Addresses& to, uint64_t) {
     for (int k = 0; k < h.params.count; ++k) moved |= v.bound[h.copy_tensor[k]] != to[h.copy_tensor[k]];
     for (int k = 0; k < h.params.publish_count; ++k) moved |= v.bound[h.publish_tensor[k]] != to[h.publish_tensor[k]];
     if (!moved) continue;
-    StageParams p = ParamsFor(h, to);
+    StagingParams p = ParamsFor(h, to);
     void* args[] = {&p};
     cudaKernelNodeParams k = h.launch;
     k.kernelParams = args;

@@ -79,7 +79,7 @@ double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, 
                         AddressesOf(in.static_inputs, in.static_outputs),
                         in.nodes.record != nullptr ? c.store.last_launch.event() : nullptr);
   if (!d.ok()) {
-    StageInstead(c, piece, "the direct form could not be built (" + std::string(d.status().message()) + ")", index);
+    UseStagedBinding(c, piece, "the direct form could not be built (" + std::string(d.status().message()) + ")", index);
     return 0;
   }
   piece.direct = *std::move(d);
@@ -89,15 +89,15 @@ double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, 
   Status s = piece.direct->InstantiateFirst();
   const double us = Lap(&t);
   if (!s.ok()) {
-    StageInstead(c, piece, "the direct form did not instantiate (" + std::string(s.message()) + ")", index);
+    UseStagedBinding(c, piece, "the direct form did not instantiate (" + std::string(s.message()) + ")", index);
     return us;
   }
   ++counts.instantiations;
   return us;
 }
 
-void StageInstead(const CaptureContext& c, PieceGraph& piece, const std::string& why, int64_t index) {
-  piece.StageInstead("binding=" + std::string(BindingName(c.info.flags.binding)) + ": staged, because " + why);
+void UseStagedBinding(const CaptureContext& c, PieceGraph& piece, const std::string& why, int64_t index) {
+  piece.UseStagedBinding("binding=" + std::string(BindingName(c.info.flags.binding)) + ": staged, because " + why);
   c.info.log.Info("binding_probe", {{"method", c.info.name}, {"call", index}, {"result", "staged"}, {"reason", why}});
 }
 
@@ -123,7 +123,7 @@ void RejudgeAutoBinding(const CaptureContext& c, PieceGraph& piece, int64_t inde
   if (!InstantiateStaged(piece, counts).ok()) return;
   choice.reason += " (" + std::to_string(piece.direct->rewrite_calls()) + " of its first " +
               std::to_string(piece.direct->binds()) + " replays had to rewrite an executable)";
-  piece.StageInstead(std::move(choice.reason));
+  piece.UseStagedBinding(std::move(choice.reason));
   c.info.log.Info("binding",
                   {{"method", c.info.name}, {"call", index}, {"binding", "staged"}, {"reason", piece.binding.reason}});
 }

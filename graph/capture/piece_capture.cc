@@ -27,7 +27,7 @@ std::string Joined(const std::vector<std::string>& names) {
 
 }  // namespace
 
-StagingPlan CapturePipeline::Staging(const CaptureJob& job, const Segment& segment) const {
+StagingPlan CapturePipeline::StagingPlanFor(const CaptureJob& job, const Segment& segment) const {
   const GraphEntry& e = *job.entry;
   StagingPlan plan;
   plan.inputs = job.plan->inputs;
@@ -79,7 +79,7 @@ StepResult CapturePipeline::Record(CaptureJob& job, PieceJob& pj) {
   }
   StatusOr<StreamCapture> cap = StreamCapture::Begin(job.capture);
   if (!cap.ok()) return Failed(CaptureStep::kBegin, cap.status());
-  const StagingPlan plan = Staging(job, *pj.segment);
+  const StagingPlan plan = StagingPlanFor(job, *pj.segment);
   Status failure = pj.piece->staged.AddHeads(plan, *cap, job.capture);
   if (failure.ok()) failure = RecordBody(job, pj);
   if (failure.ok() && c_.info.flags.binding != Binding::kStaged) {
@@ -166,7 +166,7 @@ StepResult CapturePipeline::CheckUnreferenced(CaptureJob& job, PieceJob& pj, con
     if (!referenced[t] && e.static_outputs[i].span_bytes() > 0) untouched.push_back(static_cast<int>(t));
   }
   if (untouched.empty()) return std::nullopt;
-  StatusOr<bool> added = pj.piece->staged.AddRoundTrips(untouched, Staging(job, *pj.segment));
+  StatusOr<bool> added = pj.piece->staged.AddRoundTrips(untouched, StagingPlanFor(job, *pj.segment));
   if (!added.ok()) return Failed(CaptureStep::kEndCapture, added.status());
   if (!*added) {
     c_.info.log.Warn("output_not_round_tripped",
@@ -302,7 +302,7 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   }
   const bool bumps = piece.direct ? piece.direct->bumps_sequence()
                                   : pj.direct && pj.direct->nodes.check_sequence != nullptr;
-  Probe probe(c_, piece, *job.entry, Staging(job, *pj.segment).outputs_in, bumps);
+  Probe probe(c_, piece, *job.entry, StagingPlanFor(job, *pj.segment).outputs_in, bumps);
   (void)c_.store.last_launch.Join(job.stream);
   probe.Begin(plan.inputs, plan.outputs, job.stream, job.index);
   job.phases.probe_begin += Lap(&job.lap);

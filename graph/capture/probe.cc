@@ -33,7 +33,7 @@ void Probe::Begin(Args inputs, Args outputs, cudaStream_t stream, int64_t index)
                                                                   ConstantWatch::GuardBudget(), stream)
                                           : StatusOr<VerifiedLaunch>(guard.status());
   if (!v.ok()) {
-    StageInstead(c_, piece_, "the probe could not start (" + std::string(v.status().message()) + ")", index);
+    UseStagedBinding(c_, piece_, "the probe could not start (" + std::string(v.status().message()) + ")", index);
     return;
   }
   probe_ = *std::move(v);
@@ -42,7 +42,7 @@ void Probe::Begin(Args inputs, Args outputs, cudaStream_t stream, int64_t index)
 void Probe::QueueFirstCheck(cudaStream_t stream, int64_t index) {
   if (!probe_) return;
   if (Status s = probe_->QueueFirstCheck(stream); !s.ok()) {
-    StageInstead(c_, piece_, "the probe could not check the constants (" + std::string(s.message()) + ")", index);
+    UseStagedBinding(c_, piece_, "the probe could not check the constants (" + std::string(s.message()) + ")", index);
     probe_.reset();
   }
 }
@@ -80,7 +80,7 @@ void Probe::Finish(Args outputs, cudaStream_t stream, int64_t index) {
   times_.keep = Lap(&t);
   c_.store.last_launch.RecordWork(stream);  // the restoring copies come after the launch's record
   probe_.reset();
-  if (!why.empty()) StageInstead(c_, piece_, why, index);
+  if (!why.empty()) UseStagedBinding(c_, piece_, why, index);
 }
 
 std::string Probe::Prepare(cudaStream_t stream, const GraphExec** exec) {

@@ -22,7 +22,7 @@ bool PadRows::behind() const {
   return launches_ - r->launches >= PadRowsShared::kSlots;
 }
 
-void PadRows::Stage(int64_t rows) {
+void PadRows::Set(int64_t rows) {
   volatile PadRowsShared* r = ring_.host();
   r->rows[launches_ % PadRowsShared::kSlots] = static_cast<uint64_t>(rows);
   // Written before the launch that reads it is queued.

@@ -5,7 +5,7 @@
 
 namespace encore {
 
-void PieceGraph::StageInstead(std::string reason) {
+void PieceGraph::UseStagedBinding(std::string reason) {
   direct.reset();
   binding.rebind_sites = 0;
   binding.auto_rejudge = false;

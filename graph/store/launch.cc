@@ -34,7 +34,7 @@ Status LaunchAroundDirect(const Launcher& l, PieceGraph& piece, cudaStream_t str
 Status SetPadRows(const Launcher& l, int64_t batch) {
   ENCORE_RETURN_IF_ERROR(l.pad.rows().Prepare(l.method));
   if (l.pad.rows().behind()) ENCORE_RETURN_IF_ERROR(l.last.Wait());
-  l.pad.rows().Stage(batch);
+  l.pad.rows().Set(batch);
   return OkStatus();
 }
 

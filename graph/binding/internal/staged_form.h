@@ -34,9 +34,9 @@ class StreamCapture;
 struct HeadNode {
   cudaGraphNode_t node = nullptr;
   cudaKernelNodeParams launch{};
-  StageParams params{};
-  std::array<int, StageParams::kMaxCopies> copy_tensor{};
-  std::array<int, StageParams::kMaxCopies> publish_tensor{};
+  StagingParams params{};
+  std::array<int, StagingParams::kMaxCopies> copy_tensor{};
+  std::array<int, StagingParams::kMaxCopies> publish_tensor{};
 };
 
 // Padded graphs (on_new_shape=pad): the rows ring, and the device words
@@ -118,9 +118,9 @@ class StagedForm : public VariantForm<GraphExec, StagedExtra> {
 
  private:
   // The head's parameters with the caller's addresses `to`.
-  StageParams ParamsFor(const HeadNode& h, const Addresses& to) const;
+  StagingParams ParamsFor(const HeadNode& h, const Addresses& to) const;
   std::vector<HeadNode> heads_;
-  std::vector<StageParams> tails_;  // the tail nodes' parameters, as recorded
+  std::vector<StagingParams> tails_;  // the tail nodes' parameters, as recorded
   std::shared_ptr<Graph> graph_;
   size_t num_tensors_ = 0;
   Cache variants_;

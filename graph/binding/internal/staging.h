@@ -23,7 +23,7 @@
 
 namespace encore {
 
-struct StageCopy {
+struct StagingCopy {
   const void* src;
   void* dst;  // unused by tail nodes, which read the table
   uint64_t bytes;
@@ -47,7 +47,7 @@ struct RowGeometry {
 // ring, the device word where heads tell the tail the launch's number, each
 // copied input's and published output's rows (copies[c].bytes is the
 // bucket's whole span), and, on the last tail, the flag to count the launch.
-struct PadStageParams {
+struct PadStagingParams {
   PadRowsShared* rows;
   uint64_t* bytes_table;  // head writes, tail reads: bytes of each output to copy
   uint64_t* launch_slot;
@@ -57,26 +57,26 @@ struct PadStageParams {
 };
 
 // Passed by value as the kernel's only argument.
-struct StageParams {
+struct StagingParams {
   static constexpr int kMaxCopies = 8;
-  StageCopy copies[kMaxCopies];
+  StagingCopy copies[kMaxCopies];
   // Head: the caller's output addresses to write to table[table_base + i].
   void* publish[kMaxCopies];
   void** table;
   // Head of chunk 0 only: bumped once per launch; device checks read it to
   // say which call failed.
   unsigned long long* sequence;
-  PadStageParams pad;
+  PadStagingParams pad;
   int count;          // copies used
   int publish_count;  // publish entries used (head)
   int table_base;     // table index of publish[0] (head) or copies[0] (tail)
   int is_tail;
 };
-static_assert(sizeof(PadStageParams::in_rows) / sizeof(RowGeometry) == StageParams::kMaxCopies);
+static_assert(sizeof(PadStagingParams::in_rows) / sizeof(RowGeometry) == StagingParams::kMaxCopies);
 
 // Launches one staging node; the grid is sized for `max_bytes`, the largest
 // copy. The kernel checks alignment at run time, since addresses change.
-cudaError_t LaunchStage(const StageParams& params, uint64_t max_bytes, cudaStream_t stream);
+cudaError_t LaunchStaging(const StagingParams& params, uint64_t max_bytes, cudaStream_t stream);
 
 }  // namespace encore
 

@@ -40,7 +40,7 @@ Status InstantiateStaged(PieceGraph& piece, CaptureCounts& counts);
 // Returns the microseconds its instantiation took (capture_phases).
 double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, int64_t index, CaptureCounts& counts);
 // The piece is staged from now on, with `why`; logged.
-void StageInstead(const CaptureContext& c, PieceGraph& piece, const std::string& why, int64_t index);
+void UseStagedBinding(const CaptureContext& c, PieceGraph& piece, const std::string& why, int64_t index);
 // binding=auto's second look at a direct piece once its replays show
 // whether the caller's addresses recur.
 void RejudgeAutoBinding(const CaptureContext& c, PieceGraph& piece, int64_t index, CaptureCounts& counts);

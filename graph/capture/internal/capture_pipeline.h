@@ -83,7 +83,7 @@ class CapturePipeline {
   // Runs the piece's stages eagerly on this call (when nothing of its graph
   // ran; else returns the failure) and marks it eager from then on.
   Status FailPiece(CaptureJob& job, PieceJob& pj, const StepFailure& f);
-  StagingPlan Staging(const CaptureJob& job, const Segment& segment) const;
+  StagingPlan StagingPlanFor(const CaptureJob& job, const Segment& segment) const;
 
   CaptureContext& c_;
 };

@@ -32,10 +32,10 @@ class PadRows {
   // The ring as the device sees it; null before Prepare.
   PadRowsShared* device() const { return ring_.device(); }
   // Whether the next launch's slot may still be unread (kSlots launches
-  // queued): the owner waits for its last launch before Stage.
+  // queued): the owner waits for its last launch before Set.
   bool behind() const;
   // Writes the next launch's batch into its slot.
-  void Stage(int64_t rows);
+  void Set(int64_t rows);
   // A padded graph was launched (cudaGraphLaunch returned success).
   void Launched() { ++launches_; }
 

@@ -73,7 +73,7 @@ struct PieceGraph {
 
   size_t graph_nodes() const { return direct ? direct->nodes() : nodes; }
   // Drops the direct form: the graph is staged from now on, with `reason`.
-  void StageInstead(std::string reason);
+  void UseStagedBinding(std::string reason);
   // The executable for these caller tensors: the direct form's unless it
   // cannot take them, then the staged graph's. `log` and `method` name the
   // method when the direct form's rewrite is refused (logged once).
