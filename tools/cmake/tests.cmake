@@ -16,12 +16,12 @@ set(ENCORE_CPU_TESTS
   core/tensor_test
   graph/binding/direct_form_test
   graph/binding/variant_cache_test
-  graph/capture/capture_fence_test
+  graph/body/method_body_test
+  graph/capture_fence_test
   graph/capture/graph_dump_test
   graph/checks/device_check_kernel_args_test
   graph/control/conditional_support_test
   graph/control/control_args_test
-  graph/instance/method_body_test
   graph/manager_test
   graph/method_report_test
   graph/verify/block_map_test
