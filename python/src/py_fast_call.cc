@@ -15,34 +15,31 @@ namespace nb = nanobind;
 namespace encore::python {
 namespace {
 
-// Leaked on purpose: released at exit, after the interpreter, they would crash.
-PyObject* Name(const char* s) { return PyUnicode_InternFromString(s); }
-
 struct Names {
-  PyObject* data_ptr = Name("data_ptr");
-  PyObject* get_device = Name("get_device");
-  PyObject* requires_grad = Name("requires_grad");
-  PyObject* lock = Name("_lock");
-  PyObject* acquire = Name("acquire");
-  PyObject* release = Name("release");
-  PyObject* fast = Name("_fast");
-  PyObject* state = Name("_state");
-  PyObject* generation = Name("_generation");
-  PyObject* result_grad = Name("_result_grad");
-  PyObject* consts = Name("_consts");
-  PyObject* args = Name("args");
-  PyObject* tensors = Name("tensors");
-  PyObject* outputs = Name("outputs");
-  PyObject* exc = Name("exc");
-  PyObject* ran_kind = Name("ran_kind");
-  PyObject* direct = Name("direct");
-  PyObject* leaves = Name("leaves");
-  PyObject* kept = Name("kept");
-  PyObject* new_outputs = Name("new_outputs");
+  PyObject* data_ptr = InternedName("data_ptr");
+  PyObject* get_device = InternedName("get_device");
+  PyObject* requires_grad = InternedName("requires_grad");
+  PyObject* lock = InternedName("_lock");
+  PyObject* acquire = InternedName("acquire");
+  PyObject* release = InternedName("release");
+  PyObject* fast = InternedName("_fast");
+  PyObject* state = InternedName("_state");
+  PyObject* generation = InternedName("_generation");
+  PyObject* result_grad = InternedName("_result_grad");
+  PyObject* consts = InternedName("_consts");
+  PyObject* args = InternedName("args");
+  PyObject* tensors = InternedName("tensors");
+  PyObject* outputs = InternedName("outputs");
+  PyObject* exc = InternedName("exc");
+  PyObject* ran_kind = InternedName("ran_kind");
+  PyObject* direct = InternedName("direct");
+  PyObject* leaves = InternedName("leaves");
+  PyObject* kept = InternedName("kept");
+  PyObject* new_outputs = InternedName("new_outputs");
 };
 
 const Names& N() {
-  static const Names* const names = new Names();  // leaked, as Name's strings are
+  static const Names* const names = new Names();  // never released, as InternedName's strings are not
   return *names;
 }
 

@@ -33,10 +33,9 @@ bool ReadDims(PyObject* tuple, Dims* out) {
   return true;
 }
 
-// Leaked on purpose: released at exit, after the interpreter, they would crash.
-PyObject* Name(const char* s) { return PyUnicode_InternFromString(s); }
-
 }  // namespace
+
+PyObject* InternedName(const char* s) { return PyUnicode_InternFromString(s); }
 
 void SetTorchDTypes(nb::list dtypes) {
   for (int i = 0; i < kDTypes && i < static_cast<int>(dtypes.size()); ++i) {
@@ -54,10 +53,10 @@ int DTypeIndex(nb::handle dtype) {
 }
 
 bool ToTensorRef(PyObject* t, TensorRef* out) {
-  static PyObject* const k_data_ptr = Name("data_ptr");
-  static PyObject* const k_shape = Name("shape");
-  static PyObject* const k_stride = Name("stride");
-  static PyObject* const k_dtype = Name("dtype");
+  static PyObject* const k_data_ptr = InternedName("data_ptr");
+  static PyObject* const k_shape = InternedName("shape");
+  static PyObject* const k_stride = InternedName("stride");
+  static PyObject* const k_dtype = InternedName("dtype");
   PyObject* dtype = PyObject_GetAttr(t, k_dtype);
   const int di = dtype != nullptr ? DTypeIndex(dtype) : -1;
   Py_XDECREF(dtype);

@@ -14,6 +14,10 @@
 
 namespace encore::python {
 
+// `s` as an interned Python string, for attribute lookups on a hot path.
+// Never released: released at exit, after the interpreter, it would crash.
+PyObject* InternedName(const char* s);
+
 // PyTorch's dtype objects in DType's order (torch.float32, float16, ...),
 // given once by python/encore/_torch.py; until then no tensor converts.
 void SetTorchDTypes(nanobind::list dtypes);
