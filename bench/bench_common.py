@@ -37,6 +37,34 @@ def measure(torch, n, repeats, warmup, variants, barrier=None):
             for name, _ in variants}
 
 
+def timed_decode(torch, fn, d, steps, w0, first_call=False):
+    """Greedy decoding of `steps` tokens with `fn(token, position)` from the
+    decoder `d`'s first token (examples/python/llama_decode.py), timed as
+    the decode benchmarks report it: the wall time from `w0` until the 4th
+    token is on the host side of a sync (and, with `first_call`, until the
+    first), then ms per token and this thread's CPU per step over the other
+    steps."""
+    tok, out, first_ms = d.first, [], None
+    with torch.no_grad():
+        for i in range(steps):
+            p = d.start + i
+            if i == 1 and first_call:
+                torch.cuda.synchronize()
+                first_ms = (time.perf_counter() - w0) * 1e3
+            if i == 4:
+                torch.cuda.synchronize()
+                first4 = time.perf_counter() - w0
+                w1, c1 = time.perf_counter(), time.thread_time()
+            tok = fn(tok, d.positions[p:p + 1])
+            out.append(tok)
+        c2 = time.thread_time()
+        torch.cuda.synchronize()
+        w2 = time.perf_counter()
+    n = steps - 4
+    return {"tokens": torch.cat(out, dim=1), "first_ms": first_ms, "first4_ms": first4 * 1e3,
+            "ms_per_token": (w2 - w1) / n * 1e3, "cpu_us_per_step": (c2 - c1) / n * 1e6}
+
+
 def result_dirs():
     dirs = []
     for env in ("OUT", "RESULTS"):

@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "python"))
 
-from bench_common import write_json  # noqa: E402
+from bench_common import timed_decode, write_json  # noqa: E402
 
 WAYS = ("compiled", "reduce_overhead", "hand_graph", "encore")
 
@@ -137,27 +137,12 @@ class Bench:
         torch.cuda.synchronize()
         w0 = time.perf_counter()
         fn = self.make_way(way, d)
-        tok, out = d.first, []
-        with torch.no_grad():
-            for i in range(steps):
-                p = d.start + i
-                if i == 1 and way not in self.compile_s:
-                    torch.cuda.synchronize()
-                    self.compile_s[way] = time.perf_counter() - w0
-                if i == 4:
-                    torch.cuda.synchronize()
-                    first4 = time.perf_counter() - w0
-                    w1, c1 = time.perf_counter(), time.thread_time()
-                tok = fn(tok, d.positions[p:p + 1])
-                out.append(tok)
-            c2 = time.thread_time()
-            torch.cuda.synchronize()
-            w2 = time.perf_counter()
+        run = timed_decode(torch, fn, d, steps, w0, first_call=way not in self.compile_s)
+        if run["first_ms"] is not None:
+            self.compile_s[way] = run["first_ms"] / 1e3
         if way == "encore":
             self.reports[way] = fn.report()
-        n = steps - 4
-        return {"tokens": torch.cat(out, dim=1), "first4_ms": first4 * 1e3,
-                "ms_per_token": (w2 - w1) / n * 1e3, "cpu_us_per_step": (c2 - c1) / n * 1e6}
+        return run
 
     def eager_tokens(self):
         """Eager decoding's tokens, untimed, for the tokens==eager column."""

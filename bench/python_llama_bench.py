@@ -24,6 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "python"))
 
 import encore  # noqa: E402
+from bench_common import timed_decode  # noqa: E402
 from llama_decode import Decoder, HandGraph, encore_method, make_model  # noqa: E402
 
 
@@ -41,26 +42,10 @@ def run_way(way, model, steps, max_len):
         fn = HandGraph(d)
     else:
         fn = encore_method(d, manager=encore.Manager(flags=""))
-    tok, out = d.first, []
-    with torch.no_grad():
-        for i in range(steps):
-            p = d.start + i
-            if i == 4:
-                torch.cuda.synchronize()
-                first4 = time.perf_counter() - w0
-                w1, c1 = time.perf_counter(), time.thread_time()
-            tok = fn(tok, d.positions[p:p + 1])
-            out.append(tok)
-        c2 = time.thread_time()
-        torch.cuda.synchronize()
-        w2 = time.perf_counter()
-    n = steps - 4
+    run = timed_decode(torch, fn, d, steps, w0)
     free1 = torch.cuda.mem_get_info()[0]
     return {
-        "tokens": torch.cat(out, dim=1),
-        "first4_ms": first4 * 1e3,
-        "ms_per_token": (w2 - w1) / n * 1e3,
-        "cpu_us_per_step": (c2 - c1) / n * 1e6,
+        **run,
         "peak_alloc_mib": (torch.cuda.max_memory_allocated() - base_alloc) / 2**20,
         "device_used_mib": (free0 - free1) / 2**20,
         "report": fn.report() if hasattr(fn, "report") else None,
