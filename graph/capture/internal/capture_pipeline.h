@@ -21,7 +21,6 @@
 #include "encore/graph/capture/internal/capture_job.h"
 #include "encore/graph/capture/internal/capture_outcome.h"
 #include "encore/graph/body/internal/call_plan.h"
-#include "encore/graph/capture/internal/capture_context.h"
 
 namespace encore {
 
