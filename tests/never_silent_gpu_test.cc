@@ -187,6 +187,30 @@ TEST_F(NeverSilentTest, APrecaptureThatFailsBeforeAnyPieceCountsNoEagerCall) {
   EXPECT_TRUE(r.eager_by_reason.empty());
 }
 
+// A capture that fails before any piece turns graphs off before the call
+// runs eagerly, so the body's eager run sees the method as it now is.
+TEST_F(NeverSilentTest, ACallWhoseCaptureFailsBeforeAnyPieceRunsEagerlyAfterGraphsGoOff) {
+  int off_lines_seen = -1;
+  Method* m = Register("no_room_on_call", [&](Call& c) -> Status {
+    if (c.kind() == CallKind::kEager) off_lines_seen = logs_.Count("graphs_off");
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  });
+  TensorRef ti{in_.get(), DType::kFloat32, {kN}, {}}, to{out_.get(), DType::kFloat32, {kN}, {}};
+  ASSERT_TRUE(m->Run({&ti, 1}, {&to, 1}, s()).ok());  // the warmup
+  CudaFaultInjector faults;
+  faults.FailNth(CudaCall::kMalloc, 1, cudaErrorMemoryAllocation);
+  Status st = m->Run({&ti, 1}, {&to, 1}, s());
+  faults.ClearFailures();
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(faults.Failed(CudaCall::kMalloc), 1);
+  EXPECT_EQ(off_lines_seen, 1);
+  ASSERT_EQ(cudaStreamSynchronize(s()), cudaSuccess);
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.capture_failures, 1);
+  EXPECT_EQ(r.eager_calls, 1);
+  EXPECT_EQ(r.phase, MethodPhase::kEager);
+}
+
 // The capture fails and so does its eager retry: the precapture is
 // abandoned with no piece graphed (CapturePipeline::Abandon), and it still
 // counts no eager call.

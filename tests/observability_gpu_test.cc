@@ -128,7 +128,7 @@ TEST(ObservabilityGpuTest, EachCaptureIsDumpedAsDotWithTheMethodsKernelAndEncore
   const std::string dot = ReadFile(want);
   EXPECT_EQ(dot.rfind("digraph", 0), 0u) << dot.substr(0, 200);
   EXPECT_NE(dot.find("AffineKernel"), std::string::npos) << "the method's kernel";
-  EXPECT_NE(dot.find("StagingKernel"), std::string::npos) << "encore's staging node";
+  EXPECT_NE(dot.find("StageKernel"), std::string::npos) << "encore's staging node";
   const std::string low = Lower(dot);
   EXPECT_TRUE(low.find("event_record") != std::string::npos || low.find("eventrecord") != std::string::npos ||
               low.find("event record") != std::string::npos)

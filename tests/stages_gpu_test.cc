@@ -179,6 +179,22 @@ TEST_F(StagesTest, APieceWhoseCaptureFailsRunsEagerlyWhileTheOthersKeepTheirGrap
   EXPECT_GE(logs_.Count("capture_failed"), 1);
 }
 
+TEST_F(StagesTest, ABodyOfEagerStagesOnlyTurnsGraphsOffAtItsFirstCapture) {
+  // Nothing to graph: the first capture call runs the stages eagerly and
+  // turns graphs off, so no later call goes through a capture again.
+  std::vector<Stage> stages = Transformerish();
+  for (Stage& st : stages) st.eager = true;
+  Method* m = Register("all_eager", std::move(stages));
+  ExpectTransformerish(this, m, 8, &host_b_, out_);
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.phase, MethodPhase::kEager);
+  EXPECT_EQ(r.captures, 0);
+  EXPECT_EQ(r.warmup_calls, 3);
+  EXPECT_EQ(r.eager_calls, 5);  // the capture call and the four after it
+  EXPECT_EQ(logs_.Count("graphs_off"), 1);
+  EXPECT_EQ(host_calls_, 8);
+}
+
 TEST_F(StagesTest, AnEagerStageThatFailsStopsTheCallAndLaterStagesDoNotRun) {
   std::vector<Stage> stages = Transformerish();
   stages[1].fn = [this](Call& c) -> Status {

@@ -102,6 +102,20 @@ MethodFlags Verify(int n, int every = 0, double tol = 0) {
   return f;
 }
 
+// The capture launch is verified after the capture is booked: its eager
+// re-run already sees the captured line and the replay phase.
+TEST_F(VerifyTest, TheCaptureLaunchIsVerifiedAfterTheCaptureIsBooked) {
+  int eager_runs = 0, captured_seen = -1;
+  Method* m = Register("booked_first", [&](Call& c) -> Status {
+    if (c.kind() == CallKind::kEager && ++eager_runs == 1) captured_seen = logs_.Count("captured");
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  }, Verify(1));
+  for (int call = 1; call <= 3; ++call) EXPECT_EQ(RunOnce(m, call)[5], 2.0f * (call + 5) + 1.0f) << call;
+  EXPECT_EQ(eager_runs, 1);  // the capture launch's re-run
+  EXPECT_EQ(captured_seen, 1);
+  EXPECT_EQ(m->Report().verified_launches, 1);
+}
+
 TEST_F(VerifyTest, ACorrectMethodPassesAndIsCounted) {
   Method* m = Register("affine", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); }, Verify(3));
   for (int call = 1; call <= 7; ++call) {

@@ -25,7 +25,7 @@ __device__ void ZeroBytes(char* dst, uint64_t n, uint64_t tid, uint64_t stride) 
   }
 }
 
-__global__ void StagingKernel(StagingParams p) {
+__global__ void StageKernel(StagingParams p) {
   const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
   // A padded head: this launch's b, from the slot its number names.
   __shared__ uint64_t launch, batch;
@@ -81,7 +81,7 @@ cudaError_t LaunchStaging(const StagingParams& params, uint64_t max_bytes, cudaS
   uint64_t words = (max_bytes + 15) / 16;
   unsigned blocks = static_cast<unsigned>(std::clamp<uint64_t>((words + kThreads - 1) / kThreads, 1, 1024));
   dim3 grid(blocks, static_cast<unsigned>(std::max(params.count, 1)));
-  StagingKernel<<<grid, kThreads, 0, stream>>>(params);
+  StageKernel<<<grid, kThreads, 0, stream>>>(params);
   return ::encore::cuda().GetLastError();  // through the fault seam
 }
 

@@ -6,17 +6,15 @@
 #include "encore/graph/internal/messages.h"
 
 namespace encore {
-namespace {
+namespace internal {
 
-// The instance whose body this thread is running (innermost).
-thread_local const void* t_running_body = nullptr;
+constinit thread_local const void* t_running_body = nullptr;
 
-}  // namespace
+}  // namespace internal
 
-bool BodyRunner::InBody() const { return t_running_body == owner_; }
+using internal::t_running_body;
 
-Status BodyRunner::RejectReentry(std::string_view what) const {
-  if (!InBody()) return OkStatus();
+Status BodyRunner::Reentered(std::string_view what) const {
   return FailedPreconditionError(MethodQuoted(*method_) + ": " + std::string(what) +
                                  " was called from inside the method's own body; a method cannot call itself");
 }

@@ -155,13 +155,11 @@ CaptureOutcome CapturePipeline::FailBeforeAnyPiece(CaptureJob& job, const StepFa
   out.kind = CaptureOutcome::Kind::kEager;
   out.counts = job.counts;
   ++out.counts.capture_failures;
+  out.turn_off = true;
   out.graphs_off = "capture failed at " + c.reason;
   out.off_code = eager_reason::kCaptureFailed;
   out.ran_eagerly = true;
-  out.status = c_.runner.RunAll(job.plan->inputs, job.plan->outputs, job.stream, CallKind::kEager, job.index);
-  if (!out.status.ok()) {
-    c_.info.log.Error("eager_failed", {{"method", c_.info.name}, {"call", job.index}, {"error", out.status.ToString()}});
-  }
+  out.eager_run_due = true;
   return out;
 }
 
@@ -180,6 +178,7 @@ CaptureOutcome CapturePipeline::Abandon(CaptureJob& job, Status status) {
   }
   (void)c_.store.arena.AbortCapture();
   if (!job.failure.empty()) {
+    out.turn_off = true;
     out.graphs_off = job.failure;
     out.off_code = job.failure_code;
     out.ran_eagerly = true;
@@ -212,9 +211,11 @@ CaptureOutcome CapturePipeline::Commit(CaptureJob& job) {
   CaptureOutcome out;
   out.counts = job.counts;
   if (job.graphed == 0) {
-    // Every piece failed (its stages ran eagerly): graphs off.
+    // Every piece failed, or the body's stages are all eager (they ran
+    // eagerly): graphs off.
     (void)c_.store.arena.AbortCapture();
     out.kind = CaptureOutcome::Kind::kEager;
+    out.turn_off = true;
     out.graphs_off = job.failure;
     out.off_code = job.failure_code;
     out.ran_eagerly = true;
@@ -230,24 +231,18 @@ CaptureOutcome CapturePipeline::Commit(CaptureJob& job) {
     }
   }
   out.kind = CaptureOutcome::Kind::kCaptured;
-  out.recapture = job.recapture;
-  out.updated_in_place = job.updated_in_place;
-  for (const PieceGraph& piece : e.pieces) out.nodes += piece.graphed ? piece.graph_nodes() : 0;
-  out.signature = e.signature.ToString();
-  out.us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
-  LogPhases(job, out.nodes, out.us);
+  CapturedGraph& graph = out.graph;
+  graph.recapture = job.recapture;
+  graph.updated_in_place = job.updated_in_place;
+  for (const PieceGraph& piece : e.pieces) graph.nodes += piece.graphed ? piece.graph_nodes() : 0;
+  graph.signature = e.signature.ToString();
+  graph.us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - job.t0).count();
+  LogPhases(job, graph.nodes, graph.us);
   DumpGraphs(e);
   GraphEntry* kept = job.entry.get();
   c_.store.cache.Insert(std::move(job.entry), c_.pad.GraphCap(c_.info.flags.max_graphs));
-  if (!job.verifying) return out;
-  VerifyOutcome v = Verification(c_).Finish(job.verify ? &*job.verify : nullptr,
-                                            GraphOutputs(c_.info.flags, *kept, job.plan->outputs), job.stream, job.index);
-  out.status = std::move(v.status);
-  out.counts.verified_launches += v.counts.verified_launches;
-  out.counts.verify_failures += v.counts.verify_failures;
-  if (!v.graphs_off.empty()) {
-    out.graphs_off = std::move(v.graphs_off);
-    out.off_code = eager_reason::kVerifyFailed;
+  if (job.verifying) {
+    out.verify = PendingVerify{std::move(job.verify), GraphOutputs(c_.info.flags, *kept, job.plan->outputs)};
   }
   return out;
 }

@@ -8,19 +8,12 @@
 #include "encore/core/cuda_error.h"
 #include "encore/policy/internal/pad_policy.h"
 #include "encore/graph/capture/internal/capture_pipeline.h"
+#include "encore/graph/capture/internal/verification.h"
 #include "encore/graph/store/internal/graph_memory.h"
 #include "encore/graph/internal/messages.h"
 
 namespace encore {
 namespace {
-
-// A matching signature already implies valid tensors apart from the data
-// pointers, so the fast paths validate nothing twice.
-bool PointersOk(Args tensors) {
-  bool ok = true;
-  for (const TensorRef& t : tensors) ok &= t.data != nullptr || t.numel() == 0;
-  return ok;
-}
 
 // The batch a graph of a padded method was captured for.
 int64_t GraphBatch(const GraphEntry& g) {
@@ -29,15 +22,6 @@ int64_t GraphBatch(const GraphEntry& g) {
 }
 
 }  // namespace
-
-FastPath Dispatcher::TryReplay(Args inputs, Args outputs, cudaStream_t stream, Status* result) {
-  if (s_.pad.on() || !s_.ledger.graphs.on() || s_.store.cache.empty()) return FastPath::kNotAttempted;
-  if (!s_.store.cache.front().signature.Matches(inputs, outputs)) return FastPath::kOtherShape;
-  if (!PointersOk(inputs) || !PointersOk(outputs)) return FastPath::kNotAttempted;
-  const int64_t index = ++s_.ledger.stats.calls;
-  *result = Replay(s_.store.cache.front(), CallPlan{inputs, outputs, inputs, outputs}, stream, index);
-  return FastPath::kReplayed;
-}
 
 Status Dispatcher::Run(Args inputs, Args outputs, cudaStream_t stream, FastPath tried) {
   if (s_.pad.on()) return RunPadded(inputs, outputs, stream);
@@ -238,7 +222,20 @@ Status Dispatcher::Capture(const CallPlan& plan, cudaStream_t stream, int64_t in
     s_.info.log.Debug("eager_over_budget", {{"method", s_.info.name}, {"call", index}});
     return Eager(plan, stream, index, eager_reason::kOverBudget);
   }
-  Status s = s_.ledger.Apply(*std::move(out), index, /*precapture=*/false);
+  return Book(*std::move(out), plan, stream, index);
+}
+
+Status Dispatcher::Book(CaptureOutcome out, const CallPlan& plan, cudaStream_t stream, int64_t index) {
+  const bool eager_run_due = out.eager_run_due;
+  std::optional<PendingVerify> verify = std::move(out.verify);
+  Status s = s_.ledger.Apply(std::move(out), index, plan.precapture);
+  if (eager_run_due) {
+    s = s_.runner.RunAll(plan.inputs, plan.outputs, stream, CallKind::kEager, index);
+    if (!s.ok()) s_.info.log.Error("eager_failed", {{"method", s_.info.name}, {"call", index}, {"error", s.ToString()}});
+  } else if (verify) {
+    VerifiedLaunch* launch = verify->launch ? &*verify->launch : nullptr;
+    s = s_.ledger.Apply(Verification(s_.context).Finish(launch, verify->outputs, stream, index), index);
+  }
   if (!s_.ledger.graphs.on()) s_.constants.DropScratch();  // no launch to check any more
   return s;
 }

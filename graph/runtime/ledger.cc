@@ -40,13 +40,13 @@ void Ledger::CountEager(std::string_view reason) {
 Status Ledger::Apply(CaptureOutcome out, int64_t index, bool precapture) {
   stats.Add(out.counts);
   if (out.kind == CaptureOutcome::Kind::kCaptured) {
-    ++(out.recapture ? stats.recaptures : stats.captures);
-    stats.last_capture_us = CaptureMicros(out.us);
+    ++(out.graph.recapture ? stats.recaptures : stats.captures);
+    stats.last_capture_us = CaptureMicros(out.graph.us);
     stats.capture_us += stats.last_capture_us;
-    LogCaptured(out, index);
+    LogCaptured(out.graph, index);
     graphs.SetPhase(MethodPhase::kReplay, index);
   }
-  if (!out.graphs_off.empty()) graphs.TurnOff(out.off_code, std::move(out.graphs_off), index);
+  if (out.turn_off) graphs.TurnOff(out.off_code, std::move(out.graphs_off), index);
   if (out.ran_eagerly && !precapture) CountEager(out.off_code);
   return std::move(out.status);
 }
@@ -57,7 +57,7 @@ Status Ledger::Apply(VerifyOutcome out, int64_t index) {
   return std::move(out.status);
 }
 
-void Ledger::LogCaptured(const CaptureOutcome& out, int64_t index) {
+void Ledger::LogCaptured(const CapturedGraph& out, int64_t index) {
   if (!out.recapture) {
     info_.log.Info("captured", {{"method", info_.name}, {"call", index}, {"nodes", out.nodes},
                                 {"signature", out.signature}, {"updated_in_place", out.updated_in_place},

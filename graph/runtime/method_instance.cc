@@ -25,7 +25,7 @@ MethodInstance::~MethodInstance() {
 Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Run"));
   std::lock_guard<std::mutex> lock(mu_);
-  ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
+  if (s_.DeviceFailurePending()) ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
   // A replay destroys no owner, so it needs no log scope.
   Status replayed;
   const FastPath tried = dispatcher_.TryReplay(inputs, outputs, stream, &replayed);

@@ -108,9 +108,7 @@ Status Dispatcher::PrecaptureOne(Args inputs, Args outputs, cudaStream_t stream,
     return OkStatus();
   }
   const bool captured = out->kind == CaptureOutcome::Kind::kCaptured;
-  Status s = s_.ledger.Apply(*std::move(out), index, /*precapture=*/true);
-  if (!s_.ledger.graphs.on()) s_.constants.DropScratch();
-  ENCORE_RETURN_IF_ERROR(s);
+  ENCORE_RETURN_IF_ERROR(Book(*std::move(out), plan, stream, index));
   if (!captured) {
     *stop = true;  // failed: graphs are off now
     return OkStatus();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one replay path. For a method given as one fn with its buffers where
-// they were: the executable found (no CUDA call) and one cudaGraphLaunch.
+// they were: the most recent graph matched, the executable found (no CUDA
+// call) and one cudaGraphLaunch.
 #include <optional>
 
 #include "encore/graph/capture/internal/binding_choice.h"
@@ -9,6 +10,15 @@
 #include "encore/graph/store/internal/launch.h"
 
 namespace encore {
+
+FastPath Dispatcher::TryReplay(Args inputs, Args outputs, cudaStream_t stream, Status* result) {
+  if (s_.pad.on() || !s_.ledger.graphs.on() || s_.store.cache.empty()) return FastPath::kNotAttempted;
+  if (!s_.store.cache.front().signature.Matches(inputs, outputs)) return FastPath::kOtherShape;
+  if (!PointersOk(inputs) || !PointersOk(outputs)) return FastPath::kNotAttempted;
+  const int64_t index = ++s_.ledger.stats.calls;
+  *result = Replay(s_.store.cache.front(), CallPlan{inputs, outputs, inputs, outputs}, stream, index);
+  return FastPath::kReplayed;
+}
 
 Status Dispatcher::LaunchPiece(GraphEntry& g, PieceGraph& piece, const CallPlan& plan, cudaStream_t stream,
                                int64_t index) {
@@ -48,16 +58,21 @@ Status Dispatcher::Replay(GraphEntry& g, const CallPlan& plan, cudaStream_t stre
     ENCORE_RETURN_IF_ERROR(ReplaySegments(g, plan, stream, index));
     ++g.launches;
     ++s_.ledger.stats.replays;
+    LogReplay(index);
     Status s = s_.ledger.Apply(verification.Finish(v ? &*v : nullptr, checked, stream, index), index);
     if (!s_.ledger.graphs.on()) s_.constants.DropScratch();  // no launch to check any more
     return s;
   }
   ++g.launches;
   ++s_.ledger.stats.replays;
+  LogReplay(index);
+  return OkStatus();
+}
+
+void Dispatcher::LogReplay(int64_t index) const {
   if (s_.info.log.enabled(spdlog::level::trace)) {
     s_.info.log.Log(spdlog::level::trace, "replay", {{"method", s_.info.name}, {"call", index}});
   }
-  return OkStatus();
 }
 
 Status Dispatcher::ReplaySegments(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index) {

@@ -19,8 +19,7 @@ Status LastLaunch::Unknown() const {
                        "cudaStreamSynchronize failed after it); nothing launched");
 }
 
-Status LastLaunch::Join(cudaStream_t stream) {
-  if (!launched_ || stream == stream_) return OkStatus();
+Status LastLaunch::JoinOther(cudaStream_t stream) {
   EndCall();
   // The graphs of this method share static buffers and scratch, so work on
   // a new stream waits for the previous launch.

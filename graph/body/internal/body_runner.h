@@ -22,6 +22,11 @@
 #include "encore/graph/internal/call_host.h"
 
 namespace encore {
+namespace internal {
+// The method instance whose body this thread is running (innermost); read
+// inline on every call, so a replay's re-entry test is one load.
+extern constinit thread_local const void* t_running_body;
+}  // namespace internal
 
 class BodyRunner {
  public:
@@ -47,10 +52,12 @@ class BodyRunner {
   Status RunCaptured(size_t first, size_t last, Args inputs, Args outputs, cudaStream_t stream, int64_t index,
                      std::vector<std::shared_ptr<void>>* kept) const;
   // FailedPrecondition when this thread is inside this method's body.
-  Status RejectReentry(std::string_view what) const;
-  bool InBody() const;
+  Status RejectReentry(std::string_view what) const { return InBody() ? Reentered(what) : OkStatus(); }
+  bool InBody() const { return internal::t_running_body == owner_; }
 
  private:
+  Status Reentered(std::string_view what) const;
+
   const void* const owner_;
   const std::string* const method_;
   const MethodBody* const body_;

@@ -21,6 +21,14 @@ struct CallPlan {
   bool padded() const { return batch >= 0; }
 };
 
+// A matching signature already implies valid tensors apart from the data
+// pointers, so the fast paths validate nothing twice.
+inline bool PointersOk(Args tensors) {
+  bool ok = true;
+  for (const TensorRef& t : tensors) ok &= t.data != nullptr || t.numel() == 0;
+  return ok;
+}
+
 }  // namespace encore
 
 #endif  // ENCORE_GRAPH_BODY_INTERNAL_CALL_PLAN_H_

@@ -41,7 +41,8 @@ class CapturePipeline {
   explicit CapturePipeline(CaptureContext& context) : c_(context) {}
 
   // Captures the call's signature, launches it (the call's result) and
-  // keeps the graphs; says what happened.
+  // keeps the graphs; says what happened, and what is left to do once that
+  // is booked (an eager run, or the capture launch's verification).
   CaptureOutcome Run(const CaptureRequest& request);
 
  private:
@@ -53,7 +54,7 @@ class CapturePipeline {
   CaptureOutcome Commit(CaptureJob& job);
   // The call stopped part way (a step failed): nothing of it is kept.
   CaptureOutcome Abandon(CaptureJob& job, Status status);
-  // Prepare failed: the call runs eagerly and graphs go off.
+  // Prepare failed: graphs go off, and the call is due to run eagerly.
   CaptureOutcome FailBeforeAnyPiece(CaptureJob& job, const StepFailure& f);
   void LogPhases(const CaptureJob& job, size_t nodes, double us) const;
   void DumpGraphs(const GraphEntry& e) const;

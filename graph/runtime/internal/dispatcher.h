@@ -35,8 +35,8 @@ class Dispatcher {
  public:
   explicit Dispatcher(InstanceState& state) : s_(state) {}
 
-  // The replay path: a call that matches the most recent graph replays it
-  // (*result); every other call comes back untouched, saying why.
+  // The replay path (replay.cc): a call that matches the most recent graph
+  // replays it (*result); every other call comes back untouched, saying why.
   FastPath TryReplay(Args inputs, Args outputs, cudaStream_t stream, Status* result);
   // Every call TryReplay did not replay (`tried`: what it found).
   Status Run(Args inputs, Args outputs, cudaStream_t stream, FastPath tried);
@@ -70,6 +70,9 @@ class Dispatcher {
                                                 bool recapture);
   // A call's capture, else the call eagerly (over_budget); booked.
   Status Capture(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture);
+  // A capture's outcome booked in the ledger, then what it left to do: the
+  // call's eager run, or the capture launch's verification; the call's status.
+  Status Book(CaptureOutcome out, const CallPlan& plan, cudaStream_t stream, int64_t index);
   // Learned buckets: the learner's review, and the graphs of buckets no
   // longer chosen dropped.
   void ReviewBuckets(int64_t index);
@@ -83,6 +86,8 @@ class Dispatcher {
   Status Replay(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index);
   Status LaunchPiece(GraphEntry& g, PieceGraph& piece, const CallPlan& plan, cudaStream_t stream, int64_t index);
   Status ReplaySegments(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index);
+  // The trace-level line of every replay, verified or not.
+  void LogReplay(int64_t index) const;
 
   InstanceState& s_;
 };

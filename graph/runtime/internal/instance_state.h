@@ -55,6 +55,11 @@ struct InstanceState {
   // A failed device check or a loop stopped at its bound since the last
   // call, as the FailedPrecondition that call returns; OK otherwise.
   Status TakeDeviceFailure();
+  // Whether TakeDeviceFailure has anything to take: reads of mapped memory
+  // and two flags, inline, so a replay pays no call for it.
+  bool DeviceFailurePending() const {
+    return checks.failure_pending() || !control.eager_runaway.empty() || control.loops.pending();
+  }
 
   MethodInfo info;
   GraphStore store;

@@ -44,7 +44,8 @@ class Ledger {
   // An eager call, counted under `reason` (an eager_reason code).
   void CountEager(std::string_view reason);
   // A capture call's outcome; returns the call's status. A precapture's
-  // launches are not calls, so its eager run is not counted as one.
+  // launches are not calls, so its eager run is not counted as one. What
+  // the outcome leaves to do (an eager run, a verification) is the caller's.
   Status Apply(CaptureOutcome out, int64_t index, bool precapture);
   // A verified replay's outcome; returns the call's status.
   Status Apply(VerifyOutcome out, int64_t index);
@@ -63,7 +64,7 @@ class Ledger {
   RateLimiter recapture_log_limit;  // likewise for recaptured lines (a server may recapture on most calls)
 
  private:
-  void LogCaptured(const CaptureOutcome& out, int64_t index);
+  void LogCaptured(const CapturedGraph& out, int64_t index);
 
   const MethodInfo& info_;
 };
