@@ -18,11 +18,15 @@ in one run:
                    step is bound where it lies when the binding is direct
                    (the report line says), where reduce-overhead copies it
 
-Every run decodes with a fresh decoder (a new StaticCache, the prompt
-prefilled eagerly) and compiles its step afresh, so torch._dynamo compiles
-once per run (its recompile limits raised; the inductor and Triton caches
-are fresh unless --warm-cache, so round 1 pays a cold compile and later
-rounds a warm one). The time to the end of the first call in round 1 is
+Every run (one way in one round) is a Python process of its own: a fresh
+torch._dynamo, a fresh decoder (a new StaticCache, the prompt prefilled
+eagerly), its step compiled afresh (the recompile limits raised, so a
+recompile inside a run shows in its time rather than hiding as a fallback
+to eager). In one process, what dynamo kept from a way that calls the
+compiled step on static buffers (a hand graph, encore) made the compiled
+and reduce-overhead runs after it recompile on every token. The inductor
+and Triton caches are shared by the runs and fresh unless --warm-cache, so
+round 1 pays a cold compile and later rounds a warm one. The time to the end of the first call in round 1 is
 printed per way. Per way and round: the wall time until the 4th token is on
 the host side of a sync (compiling, warmups, capture or recording
 included), then ms per token and this thread's CPU per step over the other
@@ -38,6 +42,7 @@ import json
 import os
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "pytho
 from bench_common import timed_decode, write_json  # noqa: E402
 
 WAYS = ("compiled", "reduce_overhead", "hand_graph", "encore")
+RESULT = "RUN_RESULT "  # the line a child prints its run on
 
 
 def parse_args():
@@ -64,6 +70,8 @@ def parse_args():
                     help="keep the inductor and Triton cache directories already set (compile times then "
                          "depend on earlier runs)")
     ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "python_compile_bench.json"))
+    ap.add_argument("--run", choices=WAYS, help=argparse.SUPPRESS)  # a child: one run of this way
+    ap.add_argument("--first-call", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     a.ways = [w for w in a.ways.split(",") if w]
     unknown = [w for w in a.ways if w not in WAYS]
@@ -104,6 +112,7 @@ class Bench:
         self.compile_s = {}    # way -> its first call in round 1 (dynamo, inductor, and its graphs)
         self.failed = {}       # way -> the error that stopped it
         self.reports = {}
+        self.dynamo = {}       # way -> what dynamo counted in its last run
         # A decoder per run, so a compiled step per run: dynamo compiles the
         # step again for each (warm caches after the first); the limits stay
         # raised so that a recompile within a run is seen, not hidden by a
@@ -133,21 +142,38 @@ class Bench:
             return self.ld.HandGraph(d, step=inner)
         return self.ld.encore_method(d, manager=self.encore.Manager(flags=""), step=inner)
 
-    def run_way(self, way):
+    def run_way(self, way, first_call):
+        """One run of `way` in this process (a child's job)."""
         torch, steps = self.torch, self.a.steps
         d = self.ld.Decoder(self.model, max_len=self.max_len)
-        # Each run compiles as a fresh process would (warm caches after the
-        # first). Without the reset, what dynamo kept from the runs before
-        # slowed a second round's reduce-overhead run to 2 s a token.
-        torch._dynamo.reset()
         torch.cuda.synchronize()
         w0 = time.perf_counter()
         fn = self.make_way(way, d)
-        run = timed_decode(torch, fn, d, steps, w0, first_call=way not in self.compile_s)
+        run = timed_decode(torch, fn, d, steps, w0, first_call=first_call)
+        run["tokens"] = run["tokens"].flatten().tolist()
+        run["report"] = fn.report() if way == "encore" else None
+        run["dynamo"] = dynamo_counts(torch)
+        return run
+
+    def spawn(self, way):
+        """One run of `way` in a child process; its result, tokens as a tensor."""
+        a = self.a
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--run", way, "--layers", str(a.layers),
+               "--hidden", str(a.hidden), "--steps", str(a.steps), "--inner-mode", a.inner_mode]
+        if way not in self.compile_s:
+            cmd.append("--first-call")
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+        lines = [x for x in p.stdout.splitlines() if x.startswith(RESULT)]
+        if p.returncode != 0 or not lines:
+            raise RuntimeError(f"the run's process exited with {p.returncode} and no result "
+                               f"(its last output: {p.stdout[-300:]!r})")
+        run = json.loads(lines[-1][len(RESULT):])
+        run["tokens"] = self.torch.tensor(run["tokens"])
         if run["first_ms"] is not None:
             self.compile_s[way] = run["first_ms"] / 1e3
-        if way == "encore":
-            self.reports[way] = fn.report()
+        self.dynamo[way] = run.pop("dynamo")
+        if run["report"] is not None:
+            self.reports[way] = run["report"]
         return run
 
     def eager_tokens(self):
@@ -161,7 +187,7 @@ class Bench:
                     p = d.start + i
                     tok = d.step(tok, d.positions[p:p + 1])
                     out.append(tok)
-            return torch.cat(out, dim=1)
+            return torch.cat(out, dim=1).flatten().cpu()
         except Exception:  # noqa: BLE001 - informative only
             print("eager decoding FAILED:", flush=True)
             traceback.print_exc()
@@ -175,7 +201,7 @@ class Bench:
                 if w in self.failed:
                     continue
                 try:
-                    res[w].append(self.run_way(w))
+                    res[w].append(self.spawn(w))
                     x = res[w][-1]
                     print(f"round {r + 1} {w}: {x['ms_per_token']:.3f} ms/token, {x['cpu_us_per_step']:.1f} us "
                           f"CPU/step, first 4 tokens {x['first4_ms']:.1f} ms", flush=True)
@@ -255,8 +281,21 @@ def print_report(rep):
     print("encore (last round): " + " ".join(f"{k}={rep.get(k)}" for k in keys))
 
 
+def child(a):
+    """One run, its result printed on one line for the parent."""
+    import torch
+
+    import encore
+    import llama_decode
+    run = Bench(a, torch, encore, llama_decode).run_way(a.run, a.first_call)
+    print(RESULT + json.dumps(run, default=str), flush=True)
+    return 0
+
+
 def main():
     a = parse_args()
+    if a.run:
+        return child(a)
     print("command: python3 " + " ".join(shlex.quote(x) for x in sys.argv), flush=True)
     if not a.warm_cache:
         print(f"inductor and Triton caches: {fresh_caches()} (new)", flush=True)
@@ -268,13 +307,12 @@ def main():
     eager = b.eager_tokens()
     res = b.rounds()
     rows = summarize(b, res, eager)
-    counts = dynamo_counts(torch)
     print_table(a, torch, rows, b.compile_s)
     print_targets(rows)
     print_report(b.reports.get("encore"))
-    print(f"dynamo at the end: {counts}")
+    print(f"dynamo, each way's last run: {b.dynamo}")
     text = json.dumps({"args": vars(a), "torch": torch.__version__, "compile_s": b.compile_s, "ways": rows,
-                       "encore_report": b.reports.get("encore"), "dynamo": counts}, indent=1, default=str)
+                       "encore_report": b.reports.get("encore"), "dynamo": b.dynamo}, indent=1, default=str)
     errors = []
     write_json(text, a.json, "python_compile_bench.json", errors)
     for e in errors:
