@@ -22,12 +22,12 @@ Every run (one way in one round) is a Python process of its own: a fresh
 torch._dynamo, a fresh decoder (a new StaticCache, the prompt prefilled
 eagerly), its step compiled afresh (the recompile limits raised, so a
 recompile inside a run shows in its time rather than hiding as a fallback
-to eager). In one process, what dynamo kept from a way that calls the
-compiled step on static buffers (a hand graph, encore) made the compiled
-and reduce-overhead runs after it recompile on every token. The inductor
-and Triton caches are shared by the runs and fresh unless --warm-cache, so
-round 1 pays a cold compile and later rounds a warm one. The time to the end of the first call in round 1 is
-printed per way. Per way and round: the wall time until the 4th token is on
+to eager). With all runs in one process, the compiled and reduce-overhead
+runs that came after the hand-graph and encore runs recompiled on every
+token. The inductor and Triton caches are shared by the runs and fresh
+unless --warm-cache, so round 1 pays a cold compile and later rounds a
+warm one. The time to the end of the first call in round 1 is printed per
+way. Per way and round: the wall time until the 4th token is on
 the host side of a sync (compiling, warmups, capture or recording
 included), then ms per token and this thread's CPU per step over the other
 steps. Medians over rounds. Tokens are compared with the compiled way's
@@ -113,10 +113,8 @@ class Bench:
         self.failed = {}       # way -> the error that stopped it
         self.reports = {}
         self.dynamo = {}       # way -> what dynamo counted in its last run
-        # A decoder per run, so a compiled step per run: dynamo compiles the
-        # step again for each (warm caches after the first); the limits stay
-        # raised so that a recompile within a run is seen, not hidden by a
-        # fallback to eager.
+        # Raised, so that a recompile within a run shows in its time rather
+        # than hiding as a fallback to eager.
         for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
                      "accumulated_recompile_limit"):
             if hasattr(torch._dynamo.config, knob):

@@ -103,7 +103,7 @@ MethodFlags Verify(int n, int every = 0, double tol = 0) {
 }
 
 // The capture launch is verified after the capture is booked: its eager
-// re-run already sees the captured line and the replay phase.
+// re-run already sees the captured line.
 TEST_F(VerifyTest, TheCaptureLaunchIsVerifiedAfterTheCaptureIsBooked) {
   int eager_runs = 0, captured_seen = -1;
   Method* m = Register("booked_first", [&](Call& c) -> Status {
