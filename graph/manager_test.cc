@@ -5,6 +5,7 @@
 #include <spdlog/sinks/base_sink.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -91,6 +92,25 @@ TEST(ManagerTest, ReleaseWithANullConstantChangesNothing) {
   Status s = (*m)->Release(std::vector<Constant>{{"kv", nullptr, 8}});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "method 'm': constant 0 ('kv') has a null address");
+}
+
+TEST(ManagerTest, CallsTheCallerRanEagerlyAreInTheReportAndItsJson) {
+  auto mgr = Manager::Create();
+  ASSERT_TRUE(mgr.ok());
+  auto m = (*mgr)->Register(Affine("adapted", nullptr));
+  ASSERT_TRUE(m.ok());
+  (*m)->CountEagerCall("host_input");
+  (*m)->CountEagerCall("autograd");
+  (*m)->CountEagerCall("host_input");
+  MethodReport r = (*m)->Report();
+  EXPECT_EQ(r.calls, 3);
+  EXPECT_EQ(r.eager_calls, 3);
+  EXPECT_EQ(r.eager_by_reason, (std::map<std::string, int64_t, std::less<>>{{"autograd", 1}, {"host_input", 2}}));
+  std::string j = (*mgr)->ReportJson();
+  EXPECT_NE(j.find("\"eager_by_reason\":{\"autograd\":1,\"host_input\":2}"), std::string::npos) << j;
+  // Release drops graphs, not what calls did.
+  ASSERT_TRUE((*m)->Release().ok());
+  EXPECT_EQ((*m)->Report().eager_calls, 3);
 }
 
 // Unknown names in the flags text are judged when registration is over,

@@ -139,19 +139,31 @@ Status Method::Synchronize(cudaStream_t stream) {
   return m->Synchronize(stream);
 }
 
+void Method::CountEagerCall(std::string_view reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = caller_eager_.find(reason);
+  if (it == caller_eager_.end()) it = caller_eager_.emplace(std::string(reason), 0).first;
+  ++it->second;
+}
+
 MethodReport Method::Report() const {
   std::lock_guard<std::mutex> lock(mu_);
+  MethodReport r;
   if (instances_.empty()) {
-    MethodReport r;
     r.name = name_;
     r.flags = flags_;
     r.phase = StartingPhase(flags_);
     if (!flags_.graphs) r.graphs_off_reason = kGraphsOffByFlags;
     r.buckets = flags_.buckets;
-    return r;
+  } else {
+    r = instances_.front()->Report();
+    for (size_t i = 1; i < instances_.size(); ++i) r.AddDevice(instances_[i]->Report());
   }
-  MethodReport r = instances_.front()->Report();
-  for (size_t i = 1; i < instances_.size(); ++i) r.AddDevice(instances_[i]->Report());
+  for (const auto& [reason, n] : caller_eager_) {
+    r.calls += n;
+    r.eager_calls += n;
+    r.eager_by_reason[reason] += n;
+  }
   return r;
 }
 

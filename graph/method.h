@@ -11,11 +11,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "encore/core/status.h"
@@ -68,6 +70,13 @@ class Method {
   // Waits for `stream`, then reports a failed device check of this method on
   // the current device.
   Status Synchronize(cudaStream_t stream);
+  // A call its caller ran eagerly without Run, having decided that a graph
+  // could not serve it (an adapter's own reason: a Python method given a
+  // host tensor, or autograd to record): counted in Report()'s calls,
+  // eager_calls and eager_by_reason[reason], as encore's own eager calls
+  // are, so one report says what every call did. `reason` is a short code
+  // (method_report.h lists encore's).
+  void CountEagerCall(std::string_view reason);
   // Counts summed over devices; shapes, nodes and outputs of the device used
   // first; memory summed.
   MethodReport Report() const;
@@ -100,8 +109,10 @@ class Method {
 
   // The constants, shared with every instance: the one place they live.
   const std::shared_ptr<ConstantSet> constants_;
-  mutable std::mutex mu_;  // guards instances_
+  mutable std::mutex mu_;  // guards instances_ and caller_eager_
   std::vector<std::unique_ptr<MethodInstance>> instances_;  // in order of first use
+  // CountEagerCall's calls, by reason.
+  std::map<std::string, int64_t, std::less<>> caller_eager_;
   // Lock-free lookup on the replay path.
   std::array<std::atomic<MethodInstance*>, kMaxDevices> by_device_{};
 };

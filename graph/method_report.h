@@ -58,6 +58,10 @@ inline constexpr std::string_view kOverBudget = "over_budget";        // a new g
 inline constexpr std::string_view kAboveBuckets = "above_buckets";    // pad: batch above the largest bucket
 inline constexpr std::string_view kNoBuckets = "no_buckets_yet";      // pad: learned buckets not chosen yet
 inline constexpr std::string_view kEmptyBatch = "empty_batch";        // pad: a batch of 0 rows
+// Counted by an adapter through Method::CountEagerCall (the Python package):
+inline constexpr std::string_view kHostInput = "host_input";  // a host tensor among the arguments
+inline constexpr std::string_view kAutograd = "autograd";     // a call with autograd to record
+inline constexpr std::string_view kUnsupportedTensor = "unsupported_tensor";  // a tensor encore cannot describe
 }  // namespace eager_reason
 
 // One piece of the most recently used signature: a maximal run of non-eager

@@ -2,7 +2,7 @@
 """encore: CUDA graph capture and replay for PyTorch methods.
 
 ``import encore`` needs neither a GPU nor PyTorch; making a method needs
-PyTorch 2.5 or newer, and calling one a CUDA GPU. See docs/python.md.
+PyTorch 2.8 or newer, and calling one a CUDA GPU. See docs/python.md.
 """
 
 from ._encore import __version__

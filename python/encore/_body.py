@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import gc
 
-from . import _context
-from ._errors import code_value
+from . import _context, _encore
+from ._errors import StatusCode
 from ._torch import is_capture_refusal, is_rng_refusal, view_of
 from ._tree import flatten, unflatten
 
-EAGER, WARMUP, CAPTURE = 0, 1, 2
+EAGER, WARMUP, CAPTURE = _encore.CallKind.EAGER, _encore.CallKind.WARMUP, _encore.CallKind.CAPTURE
 
 
 class OutSpec:
@@ -63,17 +63,6 @@ class CallState:
         self.leaves = None
 
 
-def _begin_allocate_to_pool(torch):
-    # PyTorch 2.8 routes the calling thread; earlier releases named it for the stream.
-    c = torch._C
-    return getattr(c, "_cuda_beginAllocateCurrentThreadToPool", None) or c._cuda_beginAllocateCurrentStreamToPool
-
-
-def _end_allocate_to_pool(torch):
-    c = torch._C
-    return getattr(c, "_cuda_endAllocateToPool", None) or c._cuda_endAllocateCurrentStreamToPool
-
-
 class PoolLease:
     """One graph's share of a method's memory pool: dropping it tells
     PyTorch's allocator that the graph is gone, so the pool's memory goes
@@ -92,14 +81,14 @@ class PoolLease:
 
 
 def exception_status(e: BaseException, capturing: bool):
-    """What a body returns to encore for an exception: (code, message,
+    """What a body returns to encore for an exception: (StatusCode, message,
     refusal); a refusal when PyTorch or CUDA refused an operation inside a
     capture, the method simply not being graphable."""
     if capturing and is_rng_refusal(e):
-        return (code_value("FAILED_PRECONDITION"),
+        return (StatusCode.FAILED_PRECONDITION,
                 "rng: PyTorch's random operations would draw the same numbers on every replay, "
                 f"so the method runs eagerly ({type(e).__name__}: {e})", True)
-    return (code_value("INTERNAL"), f"{type(e).__name__}: {e}", capturing and is_capture_refusal(e))
+    return (StatusCode.INTERNAL, f"{type(e).__name__}: {e}", capturing and is_capture_refusal(e))
 
 
 class _Refusal(Exception):
@@ -119,7 +108,7 @@ class Body:
 
     # ------------------------------------------------------------------------
     def run(self, call):
-        """encore's body: None, or (code, message, refusal)."""
+        """encore's body: None, or (StatusCode, message, refusal)."""
         state = self._m._state
         kind = call.kind
         state.ran_kind = kind
@@ -127,7 +116,7 @@ class Body:
             self._run(call, state, kind)
             return None
         except _Refusal as e:
-            return (code_value("FAILED_PRECONDITION"), str(e), True)
+            return (StatusCode.FAILED_PRECONDITION, str(e), True)
         except BaseException as e:  # noqa: BLE001 - handed to encore, raised by the eager run
             state.exc = e
             return exception_status(e, kind == CAPTURE)
@@ -222,15 +211,15 @@ class Body:
         pool = self._pools.get(device)
         if pool is None:
             pool = self._pools[device] = torch.cuda.graph_pool_handle()
-        _begin_allocate_to_pool(torch)(device, pool)
+        # Routes this thread only (PyTorch 2.8 and newer): another thread's
+        # allocations during the capture stay out of the graph's pool.
+        torch._C._cuda_beginAllocateCurrentThreadToPool(device, pool)
         lease = PoolLease(torch, device, pool)
         try:
-            result = call.keep_with_graph(lease)
-            if result is not None:
-                raise RuntimeError(f"encore: keeping the capture's memory pool with its graph failed: {result[1]}")
+            call.keep_with_graph(lease)
             yield
         finally:
-            _end_allocate_to_pool(torch)(device, pool)
+            torch._C._cuda_endAllocateToPool(device, pool)
 
     def _check_capture(self, state, wrote, nodes):
         m = self._m

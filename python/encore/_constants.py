@@ -1,58 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
 """A method's constants from modules, tensors and dicts, and the watch that
-notices when their storage moves (a module moved or cast, a parameter
-replaced)."""
+notices when one moves (a module moved or cast, a parameter replaced, a
+tensor's .data set): python/src/py_constant_watch.h, Note [Finding moved
+constants]. Nothing here touches PyTorch outside encore's own calls."""
 
 from __future__ import annotations
 
+from . import _encore
 from ._errors import InvalidArgumentError
 from ._torch import tensor_span_bytes
-
-# Bumped whenever a module's parameters, buffers or submodules are replaced
-# or converted: a method whose constants were listed from modules compares
-# it once per call and re-reads its constants only when it moved.
-generation = [0]
-_watch_installed = [False]
-
-
-def _bump(*_args, **_kwargs):
-    generation[0] += 1
-
-
-def install_watch(torch) -> None:
-    """Module registration hooks (public) and a wrapper of Module._apply
-    (what .to(), .cuda(), .half() go through), each bumping `generation`."""
-    if _watch_installed[0]:
-        return
-    _watch_installed[0] = True
-    mod = torch.nn.modules.module
-    for hook in ("register_module_parameter_registration_hook",
-                 "register_module_buffer_registration_hook",
-                 "register_module_module_registration_hook"):
-        register = getattr(mod, hook, None)
-        if register is not None:
-            register(_bump)
-    original = torch.nn.Module._apply
-    if getattr(original, "_encore_watch", False):
-        return
-
-    def _apply(self, *args, **kwargs):
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            _bump()
-
-    _apply._encore_watch = True
-    torch.nn.Module._apply = _apply
 
 
 class ConstantList:
     """What `constants=` listed, read again whenever asked: (name, data_ptr,
-    bytes, read_only) per tensor, the tensors themselves, and whether any
-    requires grad."""
+    bytes, read_only) per tensor, the tensors themselves, whether any
+    requires grad, and `watch`, which says at each call whether any of it
+    may have changed since the last read."""
 
     def __init__(self, torch, spec):
         self._torch = torch
+        self.watch = _encore.ConstantWatch(torch.Tensor.data_ptr)
         self._items = list(spec) if isinstance(spec, (list, tuple)) else [spec]
         for item in self._items:
             if not isinstance(item, (torch.nn.Module, torch.Tensor, dict)):
@@ -62,7 +29,7 @@ class ConstantList:
 
     def read(self):
         torch = self._torch
-        entries, tensors, names = [], [], set()
+        entries, tensors, names, dicts = [], [], set(), []
 
         def add(name, t, read_only):
             if not isinstance(t, torch.Tensor):
@@ -82,12 +49,16 @@ class ConstantList:
                     add(name, p, True)
                 for name, b in item.named_buffers():
                     add(name, b, False)
+                for mod in item.modules():
+                    dicts.extend((mod._parameters, mod._buffers, mod._modules))
             elif isinstance(item, torch.Tensor):
                 add(f"constant{i}", item, False)
             else:
                 for name, t in item.items():
                     add(str(name), t, False)
+                dicts.append(item)
         self.entries = entries
         self.tensors = tensors
         self.requires_grad = any(t.requires_grad for t in tensors)
+        self.watch.set(dicts, tensors)
         return entries

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 
-from . import _context
+from . import _context, _encore
 from ._body import exception_status
-from ._errors import FailedPreconditionError, InvalidArgumentError, raise_if_error
+from ._errors import Error, FailedPreconditionError, InvalidArgumentError
 from ._torch import torch_module
 from ._tree import flatten, unflatten
 
-_CAPTURE = 2
+_CAPTURE = _encore.CallKind.CAPTURE
 
 
 def _tensors(values, what):
@@ -73,22 +73,17 @@ def _body(torch, fn, errors):
     return run
 
 
-def _raise(result, errors):
+def _recorded(add, errors):
+    """Calls encore's If or While (`add`); the body's own exception, if it
+    raised one, rather than the error encore made of it."""
+    try:
+        add()
+    except Error:
+        if errors:
+            raise errors[0] from None
+        raise
     if errors:
         raise errors[0]
-    raise_if_error(result)
-
-
-# Result shapes of each branch pair, learned from warmups: a capture records
-# both branches, so their outputs must exist before either runs.
-_cond_specs: dict = {}
-
-
-def _cond_key(true_fn, false_fn, ops):
-    """A branch pair by its code (lambdas written in place are new objects
-    on every call, their code is not) and its operands' shapes and dtypes."""
-    return (getattr(true_fn, "__code__", id(true_fn)), getattr(false_fn, "__code__", id(false_fn)),
-            tuple((tuple(o.shape), o.dtype) for o in ops))
 
 
 def cond(pred, true_fn, false_fn, operands=()):
@@ -104,40 +99,58 @@ def cond(pred, true_fn, false_fn, operands=()):
         # branches on the device, so its capture is prepared for
         # conditional nodes.
         with _joined(torch, call):
-            _raise(call.if_(p.data_ptr(), lambda c: None), [])
+            call.if_(p.data_ptr(), lambda c: None)
     if call is None or call.kind != _CAPTURE:
-        out = true_fn(*ops) if bool(p) else false_fn(*ops)
-        tensors, nodes, leaves = [], [], []
-        flatten(out, torch.Tensor, tensors, nodes, leaves)
-        _cond_specs[_cond_key(true_fn, false_fn, ops)] = (tuple(nodes), leaves, [(tuple(t.shape), t.dtype) for t in tensors])
-        return out
+        return true_fn(*ops) if bool(p) else false_fn(*ops)
     return _captured_cond(torch, call, p, true_fn, false_fn, ops)
 
 
+class _BranchResults:
+    """The results both branches of a captured cond write: made by the
+    first branch recorded, from what it returned, so no warmup has to have
+    run either branch; the other branch must return the same structure,
+    shapes and dtypes."""
+
+    def __init__(self, torch, stream):
+        self._torch, self._stream = torch, stream
+        self.tensors = None
+        self.nodes = self.leaves = self.spec = None
+
+    def fill(self, which, result):
+        torch = self._torch
+        tensors, nodes, leaves = [], [], []
+        flatten(result, torch.Tensor, tensors, nodes, leaves)
+        spec = [(tuple(t.shape), t.dtype) for t in tensors]
+        if self.tensors is None:
+            # Made on the stream the method runs on (no kernel: an
+            # allocation), as the results of any other operation there.
+            with torch.cuda.stream(self._stream):
+                self.tensors = [torch.empty(s, dtype=d, device=t.device) for (s, d), t in zip(spec, tensors)]
+            self.nodes, self.leaves, self.spec = tuple(nodes), leaves, spec
+        elif spec != self.spec or tuple(nodes) != self.nodes:
+            raise InvalidArgumentError(
+                f"encore.cond: the branches return different results: {which} returned {_describe(spec)}, "
+                f"the other branch {_describe(self.spec)}")
+        for dst, src in zip(self.tensors, tensors):
+            dst.copy_(src)
+
+
+def _describe(spec) -> str:
+    return "[" + ", ".join(f"{tuple(s)} {d}" for s, d in spec) + "]"
+
+
 def _captured_cond(torch, call, p, true_fn, false_fn, ops):
-    spec = _cond_specs.get(_cond_key(true_fn, false_fn, ops))
-    if spec is None:
-        raise FailedPreconditionError("encore.cond: the branches' results are learned from a warmup call, and "
-                                      "this method captured before any (warmup=0)")
-    nodes, leaves, out_spec = spec
-    outs = [torch.empty(s, dtype=d, device=p.device) for s, d in out_spec]
     not_p = torch.logical_not(p)
+    results = _BranchResults(torch, torch.cuda.current_stream())
     errors: list = []
 
-    def branch(fn):
-        def fill():
-            tensors, got, _ = [], [], []
-            flatten(fn(*ops), torch.Tensor, tensors, got, _)
-            if [(tuple(t.shape), t.dtype) for t in tensors] != out_spec:
-                raise InvalidArgumentError("encore.cond: the branches return tensors of other shapes or dtypes")
-            for dst, src in zip(outs, tensors):
-                dst.copy_(src)
-        return fill
+    def branch(fn, which):
+        return lambda: results.fill(which, fn(*ops))
 
     with _joined(torch, call):
-        _raise(call.if_(p.data_ptr(), _body(torch, branch(true_fn), errors)), errors)
-        _raise(call.if_(not_p.data_ptr(), _body(torch, branch(false_fn), errors)), errors)
-    return unflatten(nodes, outs, leaves)
+        _recorded(lambda: call.if_(p.data_ptr(), _body(torch, branch(true_fn, "true_fn"), errors)), errors)
+        _recorded(lambda: call.if_(not_p.data_ptr(), _body(torch, branch(false_fn, "false_fn"), errors)), errors)
+    return unflatten(results.nodes, results.tensors, results.leaves)
 
 
 def while_loop(cond_fn, body_fn, carried_inputs, *, max_iterations):
@@ -164,7 +177,7 @@ def while_loop(cond_fn, body_fn, carried_inputs, *, max_iterations):
         flag.copy_(_pred_tensor(torch, cond_fn(*state), "encore.while_loop"))
 
     with _joined(torch, call):
-        _raise(call.while_(flag.data_ptr(), _body(torch, step, errors), max_iterations), errors)
+        _recorded(lambda: call.while_(flag.data_ptr(), _body(torch, step, errors), max_iterations), errors)
     return tuple(state) if many else state[0]
 
 

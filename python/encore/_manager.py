@@ -7,7 +7,7 @@ import os
 import threading
 
 from . import _encore
-from ._errors import InvalidArgumentError, error_for
+from ._errors import InvalidArgumentError
 from ._flags import split_manager_text
 from ._log import python_sink
 from ._retire import flush, retire
@@ -35,10 +35,10 @@ class Manager:
             raise InvalidArgumentError(f"graph_memory_budget is {budget}, must be >= 0 (None: no budget)")
         # ";" and not "": an empty text would make the C++ Manager read the
         # environment, whose Python-only flags it does not know.
-        made = _encore.Manager.create(cxx_text if cxx_text.strip() else ";", budget, emit, level)
-        if isinstance(made, tuple):
-            raise error_for(made[0], made[1].replace("flags_text:", source + ":", 1))
-        self._cxx = made
+        try:
+            self._cxx = _encore.Manager.create(cxx_text if cxx_text.strip() else ";", budget, emit, level)
+        except InvalidArgumentError as e:
+            raise InvalidArgumentError(str(e).replace("flags_text:", source + ":", 1)) from None
         self._methods: dict = {}
         self._lock = threading.Lock()
         self._rename = False

@@ -15,9 +15,9 @@ import threading
 import weakref
 
 from . import _encore
-from ._body import Body, CallState
-from ._constants import ConstantList, generation, install_watch
-from ._errors import InvalidArgumentError, error_for, raise_if_error
+from ._body import EAGER, Body, CallState
+from ._constants import ConstantList
+from ._errors import Error, InvalidArgumentError, UnsupportedTensorError
 from ._flags import resolve, split_method_text
 from ._log import logger
 from ._retire import flush, retire
@@ -66,12 +66,8 @@ class Method:
         cxx_text, py_flags = split_method_text(flags or "")
         self._reuse = resolve(name, py_flags, manager._py_flags)["outputs"] == "reuse"
         self._consts = None if constants is None else ConstantList(torch, constants)
-        if self._consts is not None:
-            install_watch(torch)
-            self._generation = generation[0]
         self._params = _positional_names(fn)
         self._lock = threading.RLock()
-        self._py_eager: dict = {}
         self._state = None
         self._fast = None
         self._ready = False
@@ -79,8 +75,6 @@ class Method:
         entries = None if self._consts is None else self._consts.entries
         made = manager._cxx.register_method(name, body=_weak_run(self._body), constants=entries,
                                             flags_text=cxx_text or None)
-        if isinstance(made, tuple):
-            raise error_for(made[0], made[1])
         self._cm = made
         self._manager = manager
         self._on_new_shape = json.loads(made.report_json())["flags"]["on_new_shape"]
@@ -122,7 +116,7 @@ class Method:
         if reason is not None:
             return self._run_eager(reason, args, kwargs)
         with self._lock:
-            if self._consts is not None and generation[0] != self._generation:
+            if self._consts is not None and not self._consts.watch.unchanged():
                 self._constants_moved()
             if self._graph_nodes is not None and nodes != self._graph_nodes:
                 if self._other_arguments(args, kwargs, nodes):
@@ -149,17 +143,17 @@ class Method:
         state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
         previous, self._state = self._state, state
         try:
-            err = self._cm.run(tensors, outputs, stream)
+            self._cm.run(tensors, outputs, stream)
+        except UnsupportedTensorError as e:  # a tensor encore cannot bind: the call runs as PyTorch would
+            logger.info("event=eager method=%s reason=unsupported_tensor detail=%r", self.name, str(e))
+            return self._run_eager("unsupported_tensor", args, kwargs)
+        except Error:
+            if state.exc is not None:  # the function's own exception, from its eager run
+                raise state.exc from None
+            raise
         finally:
             self._state = previous
-        if err is not None:
-            if state.exc is not None:
-                raise state.exc
-            if len(err) > 2:  # a tensor encore cannot bind: the call runs as PyTorch would
-                logger.info("event=eager method=%s reason=unsupported_tensor detail=%r", self.name, err[1])
-                return self._run_eager("unsupported_tensor", args, kwargs)
-            raise error_for(err[0], err[1])
-        if state.ran_kind == 0 and not self._graphs_off:
+        if state.ran_kind == EAGER and not self._graphs_off:
             self._graphs_off = json.loads(self._cm.report_json())["phase"] == "eager"
         if state.ran_kind is None and not kwargs and state.spec is not None:
             self._fast = FastPath.for_replay(self, args, tensors, state)
@@ -209,20 +203,18 @@ class Method:
             f"method '{self.name}': {describe_difference(paths, self._graph_nodes)}")
 
     def _run_eager(self, reason, args, kwargs):
-        with self._lock:
-            self._py_eager[reason] = self._py_eager.get(reason, 0) + 1
+        self._cm.count_eager_call(reason)
         logger.debug("event=eager method=%s reason=%s", self.name, reason)
         return self._fn(*args, **kwargs)
 
     def _constants_moved(self) -> None:
         old = self._consts.entries
         new = self._consts.read()
-        self._generation = generation[0]
         if new == old:
             return
         moved = [e[0] for e, n in zip(old, new) if e != n] or [e[0] for e in new[len(old):]] or ["(removed)"]
         logger.info("event=constants_moved method=%s constants=%s", self.name, ",".join(moved[:8]))
-        raise_if_error(self._cm.release_constants(new))
+        self._cm.release_constants(new)
         self._reset_python_state()
 
     # ------------------------------------------------------------ public -----
@@ -233,18 +225,14 @@ class Method:
             self._release_locked()
 
     def _release_locked(self) -> None:
-        raise_if_error(self._cm.release())
+        self._cm.release()
         self._reset_python_state()
 
     def report(self) -> dict:
-        """The C++ report's fields under their JSON names, with the calls the
-        Python layer ran eagerly (host_input, autograd, ...) counted in."""
+        """The C++ report's fields under their JSON names (the calls the
+        Python layer ran eagerly, host_input, autograd, ..., counted there
+        too, so report_json() says the same)."""
         r = json.loads(self._cm.report_json())
-        with self._lock:
-            for reason, n in self._py_eager.items():
-                r["calls"] += n
-                r["eager_calls"] += n
-                r["eager_by_reason"][reason] = r["eager_by_reason"].get(reason, 0) + n
         r["outputs"] = "reuse" if self._reuse else "copy"
         return r
 
@@ -252,7 +240,7 @@ class Method:
         """Waits for PyTorch's current stream, then raises a failed device
         check of this method."""
         _device, stream = current_device_and_stream(self._torch)
-        raise_if_error(self._cm.synchronize(stream))
+        self._cm.synchronize(stream)
 
     def __repr__(self) -> str:
         return f"<encore.Method '{self.name}'>"
@@ -276,22 +264,21 @@ class FastPath:
         if any(type(a) is not torch.Tensor for a in args):
             return None
         own = CallState((), {}, (), state.nodes, state.sig, (), spec)
-        hooks = (_MISS, torch, FastPath.after_body, unflatten, generation)
+        watch = None if m._consts is None else m._consts.watch
+        hooks = (_MISS, torch, FastPath.after_body, unflatten, watch)
         try:
-            return _encore.FastCall(m._cm, tuple(args), spec, own, m._reuse, m._consts is not None,
-                                    spec.nodes == (TENSOR,), hooks)
+            return _encore.FastCall(m._cm, tuple(args), spec, own, m._reuse, spec.nodes == (TENSOR,), hooks)
         except (TypeError, ValueError):  # a tensor it cannot describe: the general path serves every call
             return None
 
     @staticmethod
-    def after_body(m, state, err):
+    def after_body(m, state, error):
         """The body ran (a recapture, an eager call, a verification) or encore
-        refused: what the general path would return or raise."""
+        refused (`error`, the exception of its Status, not raised): what the
+        general path would return or raise."""
         m._fast = None
-        if state.exc is not None:
-            raise state.exc
-        if err is not None:
-            if len(err) > 2:
-                return _MISS  # nothing ran: the general path runs it eagerly
-            raise error_for(err[0], err[1])
+        if error is not None:
+            if state.exc is not None:
+                raise state.exc from None
+            raise error
         return m._results(state)

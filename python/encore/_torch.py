@@ -2,14 +2,18 @@
 """PyTorch, imported when a method is made, never by ``import encore``.
 
 The private functions used here are the ones PyTorch's own graph code uses;
-python/tests/test_torch_private.py pins each one.
+python/tests/test_gpu_methods.py's test_private_torch_functions_encore_uses
+pins each one.
 """
 
 from __future__ import annotations
 
 from ._errors import UnavailableError
 
-MIN_VERSION = (2, 5)
+# 2.8: the first release whose allocator routing
+# (_cuda_beginAllocateCurrentThreadToPool) sends only the calling thread's
+# allocations to a graph's pool, which a capture beside other threads needs.
+MIN_VERSION = (2, 8)
 _state: dict = {}
 
 
@@ -23,7 +27,7 @@ def _version_tuple(text: str) -> tuple:
 
 def torch_module(what: str = "an encore method"):
     """torch, once checked; UnavailableError naming PyTorch when it is
-    missing or older than 2.5."""
+    missing or older than MIN_VERSION."""
     torch = _state.get("torch")
     if torch is not None:
         return torch

@@ -8,9 +8,11 @@
 #include "encore/core/status.h"
 #include "encore/version.h"
 #include "py_call.h"
+#include "py_constant_watch.h"
 #include "py_fast_call.h"
 #include "py_manager.h"
 #include "py_method.h"
+#include "py_status.h"
 #include "py_tensor.h"
 
 namespace nb = nanobind;
@@ -19,6 +21,7 @@ NB_MODULE(_encore, m) {
   // Objects still alive at exit (the process-wide default manager, methods
   // in module globals) are the interpreter's to drop, not leaks.
   nb::set_leak_warnings(false);
+  encore::python::BindErrors(m);
   m.doc() = "encore's C++ library: CUDA graph capture and replay for methods";
   m.attr("__version__") = std::string(encore::Version());
   m.def("set_torch_dtypes", &encore::python::SetTorchDTypes,
@@ -32,4 +35,5 @@ NB_MODULE(_encore, m) {
   encore::python::BindMethod(m);
   encore::python::BindFastCall(m);
   encore::python::BindManager(m);
+  encore::python::BindConstantWatch(m);
 }

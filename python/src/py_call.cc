@@ -42,7 +42,7 @@ Call& PyCall::live() const {
   return *call_;
 }
 
-int PyCall::kind() const { return static_cast<int>(live().kind()); }
+CallKind PyCall::kind() const { return live().kind(); }
 int64_t PyCall::index() const { return live().index(); }
 uintptr_t PyCall::stream() const { return reinterpret_cast<uintptr_t>(live().stream()); }
 std::string PyCall::stage() const { return std::string(live().stage()); }
@@ -51,27 +51,31 @@ size_t PyCall::num_outputs() const { return live().num_outputs(); }
 nb::tuple PyCall::input_info(size_t i) const { return Info(live().input(i)); }
 nb::tuple PyCall::output_info(size_t i) const { return Info(live().output(i)); }
 
-nb::object PyCall::check(uintptr_t cond, const std::string& message) {
-  return StatusToPython(live().Check(reinterpret_cast<const bool*>(cond), message));
+void PyCall::check(uintptr_t cond, const std::string& message) {
+  RaiseIfError(live().Check(reinterpret_cast<const bool*>(cond), message));
 }
 
-nb::object PyCall::keep_with_graph(nb::object owner) {
-  return StatusToPython(live().KeepWithGraph(std::make_shared<PyOwner>(std::move(owner))));
+void PyCall::keep_with_graph(nb::object owner) {
+  RaiseIfError(live().KeepWithGraph(std::make_shared<PyOwner>(std::move(owner))));
 }
 
-nb::object PyCall::if_(uintptr_t cond, nb::object body) {
+void PyCall::if_(uintptr_t cond, nb::object body) {
   Call& call = live();
   MethodFn fn = PythonBody(std::move(body));
-  return WithoutGil([&] { return call.If(reinterpret_cast<const bool*>(cond), fn); });
+  WithoutGil([&] { return call.If(reinterpret_cast<const bool*>(cond), fn); });
 }
 
-nb::object PyCall::while_(uintptr_t cond, nb::object body, int64_t max_iterations) {
+void PyCall::while_(uintptr_t cond, nb::object body, int64_t max_iterations) {
   Call& call = live();
   MethodFn fn = PythonBody(std::move(body));
-  return WithoutGil([&] { return call.While(reinterpret_cast<const bool*>(cond), fn, max_iterations); });
+  WithoutGil([&] { return call.While(reinterpret_cast<const bool*>(cond), fn, max_iterations); });
 }
 
 void BindCall(nb::module_& m) {
+  nb::enum_<CallKind>(m, "CallKind", "What a method body's run is for: an eager call, a warmup, or a capture")
+      .value("EAGER", CallKind::kEager)
+      .value("WARMUP", CallKind::kWarmup)
+      .value("CAPTURE", CallKind::kCapture);
   nb::class_<PyCall>(m, "Call")
       .def_prop_ro("kind", &PyCall::kind)
       .def_prop_ro("index", &PyCall::index)

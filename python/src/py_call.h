@@ -18,7 +18,7 @@ class PyCall {
   PyCall(Call* call, int device) : call_(call), device_(device) {}
   void End() { call_ = nullptr; }
 
-  int kind() const;        // CallKind: 0 eager, 1 warmup, 2 capture
+  CallKind kind() const;
   int64_t index() const;   // 1-based call count
   uintptr_t stream() const;
   int device() const { return device_; }
@@ -29,15 +29,15 @@ class PyCall {
   // caller's own tensors from encore's buffers by these.
   nanobind::tuple input_info(size_t i) const;
   nanobind::tuple output_info(size_t i) const;
-  // Call::Check on a device bool at `cond`; None or (code, message).
-  nanobind::object check(uintptr_t cond, const std::string& message);
-  // Call::KeepWithGraph for a Python object.
-  nanobind::object keep_with_graph(nanobind::object owner);
+  // Call::Check on a device bool at `cond`; raises its error.
+  void check(uintptr_t cond, const std::string& message);
+  // Call::KeepWithGraph for a Python object; raises its error.
+  void keep_with_graph(nanobind::object owner);
   // Call::If and Call::While with a Python body: `body(call)` gets the
-  // body's PyCall and returns None or (code, message, refusal), as a
-  // method's body does. None or (code, message).
-  nanobind::object if_(uintptr_t cond, nanobind::object body);
-  nanobind::object while_(uintptr_t cond, nanobind::object body, int64_t max_iterations);
+  // body's PyCall and returns None or (StatusCode, message, refusal), as a
+  // method's body does. Raises the error of If or While.
+  void if_(uintptr_t cond, nanobind::object body);
+  void while_(uintptr_t cond, nanobind::object body, int64_t max_iterations);
 
  private:
   Call& live() const;

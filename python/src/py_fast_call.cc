@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "py_constant_watch.h"
 #include "py_method.h"
 #include "py_status.h"
 #include "py_tensor.h"
@@ -24,7 +25,6 @@ struct Names {
   PyObject* release = InternedName("release");
   PyObject* fast = InternedName("_fast");
   PyObject* state = InternedName("_state");
-  PyObject* generation = InternedName("_generation");
   PyObject* result_grad = InternedName("_result_grad");
   PyObject* consts = InternedName("_consts");
   PyObject* args = InternedName("args");
@@ -106,13 +106,12 @@ struct StateCleared {
 
 }  // namespace
 
-PyFastCall::PyFastCall(nb::object cm, nb::tuple inputs, nb::object spec, nb::object state, bool reuse,
-                       bool has_constants, bool single, nb::tuple hooks)
+PyFastCall::PyFastCall(nb::object cm, nb::tuple inputs, nb::object spec, nb::object state, bool reuse, bool single,
+                       nb::tuple hooks)
     : cm_(std::move(cm)),
       spec_(std::move(spec)),
       state_(std::move(state)),
       reuse_(reuse),
-      has_constants_(has_constants),
       single_(single) {
   if (!nb::isinstance<PyMethod>(cm_)) throw std::invalid_argument("FastCall: cm is not an encore._encore.Method");
   py_method_ = nb::inst_ptr<PyMethod>(cm_);
@@ -121,9 +120,10 @@ PyFastCall::PyFastCall(nb::object cm, nb::tuple inputs, nb::object spec, nb::obj
   torch_ = hooks[1];
   after_body_ = hooks[2];
   unflatten_ = hooks[3];
-  generation_ = hooks[4];
-  if (!PyList_Check(generation_.ptr()) || PyList_GET_SIZE(generation_.ptr()) < 1) {
-    throw std::invalid_argument("FastCall: the generation is not a list of one int");
+  if (!hooks[4].is_none()) {
+    if (!nb::isinstance<ConstantWatch>(hooks[4])) throw std::invalid_argument("FastCall: hooks[4] is not a ConstantWatch");
+    watch_obj_ = hooks[4];
+    watch_ = nb::inst_ptr<ConstantWatch>(watch_obj_);
   }
   tensor_type_ = torch_.attr("Tensor");
   is_grad_enabled_ = torch_.attr("is_grad_enabled");
@@ -156,17 +156,8 @@ bool PyFastCall::Matches(nb::handle m, PyObject* args, std::vector<TensorRef>* i
     }
   }
   if (GradForbids(m, args)) return false;
-  if (has_constants_) {  // a module moved or cast since: the general path reads the constants again
-    PyObject* now = PyList_GET_ITEM(generation_.ptr(), 0);
-    PyObject* seen = PyObject_GetAttr(m.ptr(), N().generation);
-    const int moved = seen != nullptr ? PyObject_RichCompareBool(now, seen, Py_NE) : -1;
-    Py_XDECREF(seen);
-    if (moved != 0) {
-      if (moved < 0) PyErr_Clear();
-      return false;
-    }
-  }
-  return true;
+  // A constant moved or replaced since: the general path reads them again.
+  return watch_ == nullptr || watch_->Unchanged();
 }
 
 // With grad mode on, an input, a listed constant or a result that requires
@@ -218,7 +209,7 @@ nb::object PyFastCall::RunLocked(nb::handle m, nb::handle args, const std::vecto
     s = py_method_->method()->Run(in, out, reinterpret_cast<cudaStream_t>(stream));
   }
   if (!s.ok() || !nb::getattr(state_, nb::handle(N().ran_kind)).is_none()) {
-    return after_body_(m, state_, StatusToPython(s));
+    return after_body_(m, state_, ErrorObject(s));
   }
   if (single_) return nb::borrow(PyList_GET_ITEM(outputs.ptr(), 0));
   return unflatten_(nodes_, outputs, leaves_);
@@ -266,7 +257,7 @@ void PyFastCall::FillState(nb::handle m, nb::handle args, nb::handle outputs) {
 
 void BindFastCall(nb::module_& m) {
   nb::class_<PyFastCall>(m, "FastCall")
-      .def(nb::init<nb::object, nb::tuple, nb::object, nb::object, bool, bool, bool, nb::tuple>())
+      .def(nb::init<nb::object, nb::tuple, nb::object, nb::object, bool, bool, nb::tuple>())
       .def("call", [](nb::pointer_and_handle<PyFastCall> self, nb::handle method, nb::handle args) {
         return self.p->Call(self.h, method, args);
       });

@@ -17,6 +17,7 @@
 
 namespace encore::python {
 
+class ConstantWatch;
 class PyMethod;
 
 class PyFastCall {
@@ -25,12 +26,12 @@ class PyFastCall {
   // shapes, dtypes and (first one's) device every call must have. `spec`:
   // the OutSpec of their signature; `state`: the CallState this path fills
   // for the body, should encore run it. `hooks`: (miss, torch,
-  // after_body, unflatten, generation): what a miss returns; torch; the
+  // after_body, unflatten, watch): what a miss returns; torch; the
   // function a call whose body ran (or that encore refused) returns through,
-  // as after_body(method, state, error); _tree.unflatten; the constants'
-  // generation list.
+  // as after_body(method, state, error); _tree.unflatten; the method's
+  // ConstantWatch, or None for a method that lists no constants.
   PyFastCall(nanobind::object cm, nanobind::tuple inputs, nanobind::object spec, nanobind::object state,
-             bool reuse, bool has_constants, bool single, nanobind::tuple hooks);
+             bool reuse, bool single, nanobind::tuple hooks);
 
   // The call of Python method `m` (whose _fast is `self`) with `args` (a
   // tuple): its results, or the miss object.
@@ -51,8 +52,9 @@ class PyFastCall {
   std::vector<DType> dtypes_;
   int device_;
   nanobind::object spec_, state_;
-  bool reuse_, has_constants_, single_;
-  nanobind::object miss_, torch_, after_body_, unflatten_, generation_;
+  bool reuse_, single_;
+  nanobind::object miss_, torch_, after_body_, unflatten_, watch_obj_;
+  const ConstantWatch* watch_ = nullptr;
   nanobind::object tensor_type_, is_grad_enabled_, empty_, current_stream_, device_obj_;
   nanobind::object nodes_, leaves_, kwnames_;
   // Per output: (shape tuple, dtype) for torch.empty, and, once the first

@@ -16,20 +16,20 @@ namespace nb = nanobind;
 namespace encore::python {
 namespace {
 
-// Manager::Create; (code, message) on a malformed flags text.
-nb::object CreateManager(const std::string& flags_text, size_t budget, nb::object emit, int level) {
+// Manager::Create; raises InvalidArgumentError on a malformed flags text.
+PyManager* CreateManager(const std::string& flags_text, size_t budget, nb::object emit, int level) {
   ManagerOptions options;
   options.flags_text = flags_text;
   options.graph_memory_budget = budget;
   if (!emit.is_none()) options.logger = PythonLogger(std::move(emit), level);
   StatusOr<std::unique_ptr<Manager>> made = Manager::Create(std::move(options));
-  if (!made.ok()) return StatusToPython(made.status());
-  return nb::cast(new PyManager(*std::move(made)), nb::rv_policy::take_ownership);
+  RaiseIfError(made.status());
+  return new PyManager(*std::move(made));
 }
 
 }  // namespace
 
-nb::object PyManager::register_method(const std::string& name, nb::object body, nb::object constants,
+PyMethod* PyManager::register_method(const std::string& name, nb::object body, nb::object constants,
                                       nb::object flags_text) {
   MethodSpec spec;
   spec.name = name;
@@ -37,20 +37,20 @@ nb::object PyManager::register_method(const std::string& name, nb::object body, 
   if (!constants.is_none()) spec.constants = ToConstants(constants);
   if (!flags_text.is_none()) {
     StatusOr<MethodFlags> flags = ApplyMethodFlagsText(nb::cast<std::string>(flags_text), MethodFlags{});
-    if (!flags.ok()) return StatusToPython(flags.status());
+    RaiseIfError(flags.status());
     spec.flags = *flags;
   }
   StatusOr<Method*> method = manager_->Register(std::move(spec));
-  if (!method.ok()) return StatusToPython(method.status());
-  return nb::cast(new PyMethod(*method, manager_), nb::rv_policy::take_ownership);
+  RaiseIfError(method.status());
+  return new PyMethod(*method, manager_);
 }
 
 void BindManager(nb::module_& m) {
   nb::class_<PyManager>(m, "Manager")
       .def_static("create", &CreateManager, nb::arg("flags_text"), nb::arg("budget"), nb::arg("emit").none(),
-                  nb::arg("level"))
+                  nb::arg("level"), nb::rv_policy::take_ownership)
       .def("register_method", &PyManager::register_method, nb::arg("name"), nb::arg("body"),
-           nb::arg("constants").none(), nb::arg("flags_text").none())
+           nb::arg("constants").none(), nb::arg("flags_text").none(), nb::rv_policy::take_ownership)
       .def("report_json", &PyManager::report_json);
 }
 

@@ -14,6 +14,8 @@
 
 namespace encore::python {
 
+class PyMethod;
+
 class PyManager {
  public:
   explicit PyManager(std::unique_ptr<Manager> manager) : manager_(std::move(manager)) {}
@@ -22,8 +24,8 @@ class PyManager {
   // PyCall; a method given as stages is one method per graphed piece, made
   // by python/encore/_stages.py), with `constants` ((name, data_ptr, bytes,
   // read_only) tuples, or None: cannot be listed) and one method's flags
-  // text (None: the manager's defaults). A PyMethod or (code, message).
-  nanobind::object register_method(const std::string& name, nanobind::object body, nanobind::object constants,
+  // text (None: the manager's defaults). Raises the error of Register.
+  PyMethod* register_method(const std::string& name, nanobind::object body, nanobind::object constants,
                                    nanobind::object flags_text);
   std::string report_json() const { return manager_->ReportJson(); }
 

@@ -33,7 +33,7 @@ struct PyCallable {
 Status FromBodyResult(nb::handle r) {
   if (r.is_none()) return OkStatus();
   auto t = nb::cast<nb::tuple>(r);
-  const auto code = static_cast<StatusCode>(nb::cast<int>(t[0]));
+  const auto code = nb::cast<StatusCode>(t[0]);
   const auto message = nb::cast<std::string>(t[1]);
   if (nb::len(t) > 2 && nb::cast<bool>(t[2])) return CaptureRefusal(message);
   return Status(code, message);
@@ -64,27 +64,25 @@ MethodFn PythonBody(nb::object fn) {
   return [callable](Call& call) { return CallPython(callable->fn, call); };
 }
 
-nb::object PyMethod::run(nb::handle inputs, nb::handle outputs, uintptr_t stream) {
+void PyMethod::run(nb::handle inputs, nb::handle outputs, uintptr_t stream) {
   std::vector<TensorRef> in, out;
   Status s = ToTensorRefs(inputs, method_->name(), "input", &in);
   if (s.ok()) s = ToTensorRefs(outputs, method_->name(), "output", &out);
-  // A third element marks a tensor encore cannot describe (its dtype, more
-  // than 8 dims): the Python layer runs that call eagerly.
-  if (!s.ok()) return nb::make_tuple(static_cast<int>(s.code()), std::string(s.message()), "tensor");
-  return WithoutGil([&] { return method_->Run(in, out, reinterpret_cast<cudaStream_t>(stream)); });
+  if (!s.ok()) RaiseUnsupportedTensor(s);
+  WithoutGil([&] { return method_->Run(in, out, reinterpret_cast<cudaStream_t>(stream)); });
 }
 
-nb::object PyMethod::release() {
-  return WithoutGil([&] { return method_->Release(); });
+void PyMethod::release() {
+  WithoutGil([&] { return method_->Release(); });
 }
 
-nb::object PyMethod::release_constants(nb::list constants) {
+void PyMethod::release_constants(nb::list constants) {
   std::vector<Constant> list = ToConstants(constants);
-  return WithoutGil([&] { return method_->Release(std::move(list)); });
+  WithoutGil([&] { return method_->Release(std::move(list)); });
 }
 
-nb::object PyMethod::synchronize(uintptr_t stream) {
-  return WithoutGil([&] { return method_->Synchronize(reinterpret_cast<cudaStream_t>(stream)); });
+void PyMethod::synchronize(uintptr_t stream) {
+  WithoutGil([&] { return method_->Synchronize(reinterpret_cast<cudaStream_t>(stream)); });
 }
 
 std::string PyMethod::report_json() const { return method_->Report().ToJson(); }
@@ -105,6 +103,7 @@ void BindMethod(nb::module_& m) {
       .def("release", &PyMethod::release)
       .def("release_constants", &PyMethod::release_constants)
       .def("synchronize", &PyMethod::synchronize)
+      .def("count_eager_call", &PyMethod::count_eager_call, nb::arg("reason"))
       .def("report_json", &PyMethod::report_json)
       .def_prop_ro("name", &PyMethod::name);
 }

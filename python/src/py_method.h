@@ -19,8 +19,8 @@
 namespace encore::python {
 
 // The body of a method given from Python: calls `fn(call)` with the GIL held.
-// `fn` returns None (OK) or (code, message, refusal); it catches its own
-// exceptions (python/encore/_body.py).
+// `fn` returns None (OK) or (StatusCode, message, refusal); it catches its
+// own exceptions (python/encore/_body.py).
 MethodFn PythonBody(nanobind::object fn);
 
 class PyMethod {
@@ -28,13 +28,15 @@ class PyMethod {
   PyMethod(Method* method, std::shared_ptr<Manager> manager) : method_(method), manager_(std::move(manager)) {}
 
   // Method::Run over `inputs` and `outputs` (lists of tensors) on `stream`,
-  // the GIL released while encore runs. None or (code, message), or
-  // (code, message, "tensor") when a tensor cannot be described to encore.
-  nanobind::object run(nanobind::handle inputs, nanobind::handle outputs, uintptr_t stream);
-  nanobind::object release();
+  // the GIL released while encore runs; raises its error, or
+  // UnsupportedTensorError when a tensor cannot be described to encore.
+  void run(nanobind::handle inputs, nanobind::handle outputs, uintptr_t stream);
+  void release();
   // Release with a new list of constants (their storage moved).
-  nanobind::object release_constants(nanobind::list constants);
-  nanobind::object synchronize(uintptr_t stream);
+  void release_constants(nanobind::list constants);
+  void synchronize(uintptr_t stream);
+  // A call the Python layer ran eagerly itself, counted in the C++ report.
+  void count_eager_call(const std::string& reason) { method_->CountEagerCall(reason); }
   std::string report_json() const;
   const std::string& name() const { return method_->name(); }
   Method* method() const { return method_; }

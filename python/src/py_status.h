@@ -1,36 +1,47 @@
 // SPDX-License-Identifier: Apache-2.0
-// How a Status crosses into Python: None for OK, else (code, message), which
-// python/encore/_errors.py raises as the exception class of that code. A
-// tuple rather than an exception thrown here, so the replay path returns
-// None and nothing unwinds through encore.
+// How a Status crosses into Python: as the exception of its code, raised at
+// the binding's edge once encore has returned (nothing unwinds through
+// encore). The classes are made here, in C++, with the module
+// (python/encore/_errors.py re-exports them): encore.Error (a RuntimeError)
+// with `code`, the StatusCode's name, and a subclass per code that Python
+// code catches by name; InvalidArgumentError is also a ValueError.
 #ifndef ENCORE_PYTHON_PY_STATUS_H_
 #define ENCORE_PYTHON_PY_STATUS_H_
 
 #include <nanobind/nanobind.h>
 
-#include <string>
+#include <utility>
 
 #include "encore/core/status.h"
 
 namespace encore::python {
 
-inline nanobind::object StatusToPython(const Status& s) {
-  if (s.ok()) return nanobind::none();
-  return nanobind::make_tuple(static_cast<int>(s.code()), std::string(s.message()));
-}
+// The exception for `s` (not raised), or None for OK.
+nanobind::object ErrorObject(const Status& s);
+
+// Raises ErrorObject(s) unless `s` is OK.
+void RaiseIfError(const Status& s);
+
+// Raised by Method.run for a tensor encore cannot describe (its dtype,
+// more than 8 dims): an InvalidArgumentError the Python layer answers by
+// running that call eagerly.
+void RaiseUnsupportedTensor(const Status& s);
 
 // Runs `f` (which returns a Status) with the GIL released, so a method body
 // on this or another thread can take it while encore runs or waits on the
-// device, and returns its Status as StatusToPython does.
+// device, then raises its error.
 template <class F>
-nanobind::object WithoutGil(F&& f) {
+void WithoutGil(F&& f) {
   Status s;
   {
     nanobind::gil_scoped_release nogil;
-    s = f();
+    s = std::forward<F>(f)();
   }
-  return StatusToPython(s);
+  RaiseIfError(s);
 }
+
+// Makes the error classes and the StatusCode enum in module `m`.
+void BindErrors(nanobind::module_& m);
 
 }  // namespace encore::python
 

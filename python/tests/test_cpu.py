@@ -35,22 +35,28 @@ def test_error_classes():
     for cls in (encore.InvalidArgumentError, encore.FailedPreconditionError, encore.ResourceExhaustedError,
                 encore.UnavailableError, encore.InternalError):
         assert issubclass(cls, encore.Error)
-    e = error_for(3, "method 'f': input 0 has size 4 in dim 1, captured with 3")
+        assert cls.__module__ == "encore"
+    S = _encore.StatusCode
+    e = error_for(S.INVALID_ARGUMENT, "method 'f': input 0 has size 4 in dim 1, captured with 3")
     assert type(e) is encore.InvalidArgumentError
     assert e.code == "INVALID_ARGUMENT"
-    assert str(e) == "method 'f': input 0 has size 4 in dim 1, captured with 3"
-    assert type(error_for(9, "x")) is encore.FailedPreconditionError
-    assert type(error_for(8, "x")) is encore.ResourceExhaustedError
-    assert type(error_for(14, "x")) is encore.UnavailableError
-    assert type(error_for(13, "x")) is encore.InternalError
-    other = error_for(12, "not here")
+    assert str(e) == e.message == "method 'f': input 0 has size 4 in dim 1, captured with 3"
+    assert type(error_for(S.FAILED_PRECONDITION, "x")) is encore.FailedPreconditionError
+    assert type(error_for(S.RESOURCE_EXHAUSTED, "x")) is encore.ResourceExhaustedError
+    assert type(error_for(S.UNAVAILABLE, "x")) is encore.UnavailableError
+    assert type(error_for(S.INTERNAL, "x")) is encore.InternalError
+    other = error_for(S.UNIMPLEMENTED, "not here")
     assert type(other) is encore.Error and other.code == "UNIMPLEMENTED"
+    assert error_for(S.OK, "") is None
+    # Made in Python, as the package's own code does: the class's code.
+    assert encore.InvalidArgumentError("bad").code == "INVALID_ARGUMENT"
+    assert encore.Error("x").code == "UNKNOWN"
+    assert issubclass(_encore.UnsupportedTensorError, encore.InvalidArgumentError)
 
 
 def test_code_names_agree_with_cpp():
-    from encore._errors import _CODE_NAMES
-    for value, name in _CODE_NAMES.items():
-        assert _encore.status_code_name(value) == name
+    for code in _encore.StatusCode:
+        assert _encore.status_code_name(code.value) == code.name
 
 
 def test_malformed_flags_text_raises_quoting_the_token():
@@ -90,9 +96,7 @@ def test_report_json_of_an_empty_manager():
 
 
 def _raw_manager():
-    made = _encore.Manager.create(";", 0, None, 2)
-    assert not isinstance(made, tuple)
-    return made
+    return _encore.Manager.create(";", 0, None, 2)
 
 
 def test_report_structure_of_a_registered_method():
@@ -108,16 +112,27 @@ def test_report_structure_of_a_registered_method():
         assert key in r, key
 
 
+def test_calls_the_python_layer_ran_eagerly_are_in_the_cpp_report():
+    m = _raw_manager().register_method("adapted", lambda call: None, [], None)
+    m.count_eager_call("host_input")
+    m.count_eager_call("autograd")
+    m.count_eager_call("host_input")
+    r = json.loads(m.report_json())
+    assert (r["calls"], r["eager_calls"]) == (3, 3)
+    assert r["eager_by_reason"] == {"autograd": 1, "host_input": 2}
+
+
 def test_method_flags_errors_at_registration():
     manager = _raw_manager()
-    err = manager.register_method("f", lambda call: None, None, "warmup=-1")
-    assert isinstance(err, tuple) and err[0] == 3 and "warmup" in err[1]
-    err = manager.register_method("g", lambda call: None, None, "g:warmup=1")
-    assert isinstance(err, tuple) and "without the method's name" in err[1]
+    with pytest.raises(encore.InvalidArgumentError, match="warmup"):
+        manager.register_method("f", lambda call: None, None, "warmup=-1")
+    with pytest.raises(encore.InvalidArgumentError, match="without the method's name"):
+        manager.register_method("g", lambda call: None, None, "g:warmup=1")
     ok = manager.register_method("h", lambda call: None, None, None)
-    assert not isinstance(ok, tuple)
-    dup = manager.register_method("h", lambda call: None, None, None)
-    assert isinstance(dup, tuple) and "h" in dup[1]
+    assert isinstance(ok, _encore.Method)
+    with pytest.raises(encore.Error, match="'h' is already registered") as info:
+        manager.register_method("h", lambda call: None, None, None)
+    assert info.value.code == "ALREADY_EXISTS"
 
 
 def test_tree_keys_compare_type_and_value():
@@ -187,7 +202,7 @@ def test_making_a_method_without_torch_names_pytorch():
         pytest.skip("PyTorch is installed here: the message for its absence cannot be seen")
     except ImportError:
         pass
-    with pytest.raises(encore.UnavailableError, match="PyTorch 2.5 or newer"):
+    with pytest.raises(encore.UnavailableError, match="PyTorch 2.8 or newer"):
         encore.method(lambda x: x)
     with pytest.raises(encore.UnavailableError, match="PyTorch"):
         encore.check(None, "no torch")

@@ -78,7 +78,6 @@ class FakeMethod:
         self._lock = threading.RLock()
         self._fast = None
         self._state = None
-        self._generation = 0
         self._result_grad = False
         self._consts = types.SimpleNamespace(requires_grad=False)
 
@@ -114,11 +113,16 @@ def make(reuse=False, out=(((4,), F32),), single=True):
     m = FakeMethod(cm)
     spec = OutSpec((TENSOR,) if single else (("tuple", len(out)),) + (TENSOR,) * len(out), [], list(out))
     state = CallState((), {}, (), (("tuple", 2), TENSOR, TENSOR), None, (), spec)
-    generation = [0]
-    hooks = (_MISS, torch, FastPath.after_body, unflatten, generation)
+    # A constant: a stand-in tensor held in a module-like dict.
+    constant = Tensor((8,))
+    holder = {"weight": constant}
+    watch = _encore.ConstantWatch(None)
+    watch.set([holder], [constant])
+    moved = types.SimpleNamespace(constant=constant, holder=holder)
+    hooks = (_MISS, torch, FastPath.after_body, unflatten, watch)
     args = (Tensor((4,)), Tensor((2, 3), I64))
-    m._fast = _encore.FastCall(cm, args, spec, state, reuse, True, single, hooks)
-    return m, torch, spec, state, generation, manager
+    m._fast = _encore.FastCall(cm, args, spec, state, reuse, single, hooks)
+    return m, torch, spec, state, moved, manager
 
 
 def args_like():
@@ -135,9 +139,10 @@ def assert_left_as_it_was(m):
 
 
 @pytest.mark.parametrize("change", ["count", "type", "shape", "dtype", "device", "grad_input", "grad_result",
-                                    "grad_constant", "generation", "replaced", "in_flight"])
+                                    "grad_constant", "constant_moved", "constant_replaced", "replaced",
+                                    "in_flight"])
 def test_a_call_unlike_the_replay_is_a_miss(fake, change):
-    m, torch, _spec, _state, generation, _mgr = make()
+    m, torch, _spec, _state, moved, _mgr = make()
     fast = m._fast
     a = list(args_like())
     if change == "count":
@@ -158,8 +163,10 @@ def test_a_call_unlike_the_replay_is_a_miss(fake, change):
             m._result_grad = True
         else:
             m._consts.requires_grad = True
-    elif change == "generation":
-        generation[0] = 1
+    elif change == "constant_moved":  # its .data set: the same object, another address
+        moved.constant.ptr += 0x10
+    elif change == "constant_replaced":
+        moved.holder["weight"] = Tensor((8,))
     elif change == "replaced":
         m._fast = None
     else:
@@ -172,7 +179,7 @@ def test_a_call_unlike_the_replay_is_a_miss(fake, change):
 
 @runs_without_gpu
 def test_grad_mode_alone_is_no_miss(fake):
-    m, torch, _spec, _state, _generation, _mgr = make()
+    m, torch, _spec, _state, _moved, _mgr = make()
     torch.grad = True
     with pytest.raises(encore.Error):  # it ran: no GPU here, so the run failed
         m._fast.call(m, args_like())
@@ -180,7 +187,7 @@ def test_grad_mode_alone_is_no_miss(fake):
 
 @runs_without_gpu
 def test_a_matching_call_hands_the_method_its_tensors_and_new_outputs(fake):
-    m, torch, _spec, state, _generation, _mgr = make()
+    m, torch, _spec, state, _moved, _mgr = make()
     fast = m._fast
     a = args_like()
     with pytest.raises(encore.Error) as info:
@@ -197,19 +204,19 @@ def test_a_matching_call_hands_the_method_its_tensors_and_new_outputs(fake):
 
 @runs_without_gpu
 def test_after_body_results_are_returned(fake, monkeypatch):
-    m, _torch_, _spec, state, _generation, _mgr = make(out=(((4,), F32), ((1,), I64)), single=False)
+    m, _torch_, _spec, state, _moved, _mgr = make(out=(((4,), F32), ((1,), I64)), single=False)
     seen = []
 
     def after_body(method, st, err):
         seen.append((method, st, err))
         return "after"
 
-    fast = _encore.FastCall(m._cm, args_like(), _spec, state, False, True, False,
-                            (_MISS, _torch_, after_body, unflatten, [0]))
+    fast = _encore.FastCall(m._cm, args_like(), _spec, state, False, False,
+                            (_MISS, _torch_, after_body, unflatten, None))
     m._fast = fast
     assert fast.call(m, args_like()) == "after"
     method, st, err = seen[0]
-    assert method is m and st is state and isinstance(err, tuple) and len(err) == 2
+    assert method is m and st is state and isinstance(err, encore.Error) and err.code != "OK"
     assert [o.shape for o in state.outputs] == [(4,), (1,)]
     # The second call reads only the new outputs' addresses: still two, new ones.
     first = [o.data_ptr() for o in state.outputs]
@@ -220,7 +227,7 @@ def test_after_body_results_are_returned(fake, monkeypatch):
 
 @runs_without_gpu
 def test_outputs_reuse_hands_the_kept_outputs(fake):
-    m, torch, spec, state, _generation, _mgr = make(reuse=True)
+    m, torch, spec, state, _moved, _mgr = make(reuse=True)
     fast = m._fast
     with pytest.raises(encore.Error):
         fast.call(m, args_like())
@@ -235,13 +242,13 @@ def test_outputs_reuse_hands_the_kept_outputs(fake):
 
 @runs_without_gpu
 def test_an_exception_of_after_body_leaves_the_method_usable(fake):
-    m, torch, spec, state, _generation, _mgr = make()
+    m, torch, spec, state, _moved, _mgr = make()
 
     def after_body(method, st, err):
         raise KeyError("from after_body")
 
-    fast = _encore.FastCall(m._cm, args_like(), spec, state, False, True, True,
-                            (_MISS, torch, after_body, unflatten, [0]))
+    fast = _encore.FastCall(m._cm, args_like(), spec, state, False, True,
+                            (_MISS, torch, after_body, unflatten, None))
     m._fast = fast
     with pytest.raises(KeyError, match="from after_body"):
         fast.call(m, args_like())
