@@ -82,7 +82,8 @@ ROWS = [
      [("e2e ×twin", _b(128, "encore direct, 96 pairs (64 executables)", "e2e_vs_twin"), ".3f"),
       ("CPU ×twin", _b(128, "encore direct, 96 pairs (64 executables)", "cpu_vs_twin"), ".3f")],
      "binding_micro 1 128"),
-    ("transformers' LlamaForCausalLM, 8 layers × 1024, bf16, StaticCache, greedy, 128 steps: ms per token",
+    ("transformers' LlamaForCausalLM (8 layers × 1024, 128 steps unless the command says otherwise), bf16, "
+     "StaticCache, greedy: ms per token",
      "python_llama_bench", [(n, f"{w}.ms_per_token", ".3f") for n, w in _LLAMA4],
      "python3 bench/python_llama_bench.py"),
     ("The same, this thread's CPU µs per step", "python_llama_bench",

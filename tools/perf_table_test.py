@@ -63,7 +63,7 @@ def row(page, start):
     return lines[0]
 
 
-LLAMA_MS = "transformers' LlamaForCausalLM, 8 layers"
+LLAMA_MS = "transformers' LlamaForCausalLM (8 layers"
 
 
 class PerfTableTest(unittest.TestCase):
