@@ -1,12 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What the PyTorch benchmarks share: how calls are timed, and where their
-JSON goes (the --json path, plus a copy in $OUT and in $RESULTS when set;
-tools/gpu_suite.sh bench sets RESULTS). A module, not a benchmark:
-gpu_suite.sh runs only bench/*_bench.py."""
+"""What the PyTorch benchmarks share: how calls are timed, the result file
+(`Results`, the schema tools/perf_table.py reads to write
+docs/performance.md) and where their JSON goes (the --json path, plus a
+copy in $OUT and in $RESULTS when set; tools/gpu_suite.sh bench sets
+RESULTS). A module, not a benchmark: gpu_suite.sh runs only bench/*_bench.py."""
 
+import datetime
+import json
 import os
+import shlex
 import statistics
+import sys
 import time
+
+SCHEMA = "encore-bench/1"
+MIN_ROUNDS = 3  # fewer rounds give no spread worth the name: the benchmarks refuse them
 
 
 def measure(torch, n, repeats, warmup, variants, barrier=None):
@@ -88,3 +96,74 @@ def write_json(text, json_path, file_name, errors):
             print(f"wrote {p}")
         except OSError as e:
             errors.append(f"could not write {p}: {e}")
+
+
+def stats(values):
+    """Median, min, max and count of `values`, and the values themselves."""
+    v = [float(x) for x in values]
+    return {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v), "values": v}
+
+
+def ratios(num, den):
+    """num[i] / den[i]: one ratio per round, each of two ways that ran in the same round."""
+    return [a / b for a, b in zip(num, den)]
+
+
+class Results:
+    """One run of a benchmark as JSON (schema SCHEMA): the command, the UTC
+    date, the device, the rounds, per metric its median, min, max and
+    values over the rounds, and the result checks. A run with a failed
+    check, or none, exits 1 (`finish`) and tools/perf_table.py shows no
+    number from it."""
+
+    def __init__(self, benchmark, rounds, device=None, software=None):
+        argv = [os.path.join("bench", os.path.basename(sys.argv[0]))] + sys.argv[1:]
+        self.doc = {"schema": SCHEMA, "benchmark": benchmark,
+                    "command": "python3 " + " ".join(shlex.quote(x) for x in argv),
+                    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "device": device, "software": software or {}, "rounds": rounds, "metrics": {}, "checks": [],
+                    "info": {}}
+
+    def metric(self, key, values, unit):
+        self.doc["metrics"][key] = dict(stats(values), unit=unit)
+
+    def check(self, name, ok, detail=""):
+        """A result check: printed as it is made, and kept."""
+        self.doc["checks"].append({"name": name, "ok": bool(ok), "detail": str(detail)})
+        print(f"{'CHECK' if ok else 'CHECK FAILED'}: {name}" + (f" ({detail})" if detail else ""), flush=True)
+
+    @property
+    def ok(self):
+        return bool(self.doc["checks"]) and all(c["ok"] for c in self.doc["checks"])
+
+    def finish(self, json_path, file_name):
+        """Writes the JSON; the exit status: 0 if every check passed, else 1."""
+        self.doc["ok"] = self.ok
+        errors = []
+        write_json(json.dumps(self.doc, indent=1, default=str) + "\n", json_path, file_name, errors)
+        for e in errors:
+            print(e)
+        failed = [c["name"] for c in self.doc["checks"] if not c["ok"]]
+        if not self.doc["checks"]:
+            print("FAILED: no result was checked")
+        elif failed:
+            print(f"FAILED: {len(failed)} result check(s) failed: " + "; ".join(failed))
+        else:
+            print(f"all {len(self.doc['checks'])} result checks passed")
+        return 0 if self.ok and not errors else 1
+
+
+def cell(s, spec=".3f"):
+    """A stats dict as `median [min-max]`."""
+    return f"{s['median']:{spec}} [{s['min']:{spec}}-{s['max']:{spec}}]"
+
+
+def device_of(torch):
+    """The GPU's name and the software that ran."""
+    sw = {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}
+    try:
+        import transformers
+        sw["transformers"] = transformers.__version__
+    except ImportError:
+        pass
+    return torch.cuda.get_device_name(), sw

@@ -41,6 +41,44 @@ std::map<std::string, std::vector<Timing>> MeasureInterleavedRepeats(cudaStream_
 // Each variant's median CPU and median end-to-end time over its repeats.
 std::map<std::string, Timing> Medians(const std::map<std::string, std::vector<Timing>>& runs);
 
+// The same as MeasureInterleavedRepeats, the order of the variants rotating
+// repeat by repeat (repeat r starts with variant r % size), so no variant
+// always runs after the same one.
+std::map<std::string, std::vector<Timing>> MeasureRotatingRepeats(cudaStream_t s, int n, int repeats, int warmup,
+                                                                  const Variants& variants);
+
+// Median, min and max of a metric over the repeats.
+struct Stats {
+  double median = 0, min = 0, max = 0;
+  int n = 0;
+};
+Stats StatsOf(std::vector<double> v);
+
+// The result file every benchmark writes, schema "encore-bench/1" (the one
+// tools/perf_table.py reads to write docs/performance.md): the command, the
+// UTC date, the device, the repeats, per metric its median, min and max, the
+// result checks (a run with a failed check exits 1 and shows no number),
+// and free-form `info` (a JSON object's text).
+class ResultFile {
+ public:
+  ResultFile(std::string benchmark, std::string command, int rounds);
+  void Metric(const std::string& key, const Stats& s, const std::string& unit);
+  // Prints the check as it is made.
+  void Check(const std::string& name, bool ok, const std::string& detail);
+  bool ok() const { return !checks_.empty() && failed_ == 0; }
+  // The JSON text, `info` inserted as the value of "info".
+  std::string Json(const std::string& info) const;
+
+ private:
+  std::string benchmark_, command_;
+  int rounds_;
+  std::vector<std::string> metrics_, checks_;
+  int failed_ = 0;
+};
+
+// `text` as a JSON string literal.
+std::string JsonQuote(const std::string& text);
+
 // Writes `text` to `json_path` and to `file_name` in $OUT and in $RESULTS
 // when they are set, each distinct path once, saying so on stdout. Returns
 // the paths that could not be written.

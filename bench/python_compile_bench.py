@@ -11,14 +11,19 @@ in one run:
                    cudagraph trees; torch.compiler.cudagraph_mark_step_begin()
                    before each step and the token clone()d, as a user who
                    keeps the tokens must (the next replay overwrites it)
-  hand_graph       a hand-written torch.cuda.graph around the compiled step
+  hand_lean        a hand-written torch.cuda.graph around the compiled step
+                   that feeds itself (it writes its token into its own input
+                   buffer and advances its position; one clone() per step):
+                   what a competent user writes
+  hand_copy        a hand-written torch.cuda.graph around the compiled step
                    (static buffers, copy_ in, clone() out)
   encore           encore.method around the compiled step, model and cache
                    listed as constants; the position view that moves every
                    step is bound where it lies when the binding is direct
                    (the report line says), where reduce-overhead copies it
 
-Every run (one way in one round) is a Python process of its own: a fresh
+The order of the ways rotates round by round. Every run (one way in one
+round) is a Python process of its own: a fresh
 torch._dynamo, a fresh decoder (a new StaticCache, the prompt prefilled
 eagerly), its step compiled afresh (the recompile limits raised, so a
 recompile inside a run shows in its time rather than hiding as a fallback
@@ -30,9 +35,13 @@ warm one. The time to the end of the first call in round 1 is printed per
 way. Per way and round: the wall time until the 4th token is on
 the host side of a sync (compiling, warmups, capture or recording
 included), then ms per token and this thread's CPU per step over the other
-steps. Medians over rounds. Tokens are compared with the compiled way's
-(fused kernels round differently from eager) and, for information, with
-eager's.
+steps. Each metric's median, min and max over the rounds (at least 3), and
+encore's ratios to the other graphs per round. Every run's tokens must
+equal the compiled way's first run's (fused kernels round differently from
+eager; eager's are compared for information only), every way must finish
+every round and encore's method must have replayed: otherwise the run
+exits 1. The JSON (--json, and python_compile_bench.json in $OUT /
+$RESULTS) is what tools/perf_table.py reads.
 
   python3 bench/python_compile_bench.py [--rounds 3] [--steps 128] [--inner-mode default]
 """
@@ -41,7 +50,6 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,9 +59,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "python"))
 
-from bench_common import timed_decode, write_json  # noqa: E402
+from bench_common import MIN_ROUNDS, Results, cell, device_of, ratios, timed_decode  # noqa: E402
 
-WAYS = ("compiled", "reduce_overhead", "hand_graph", "encore")
+WAYS = ("compiled", "reduce_overhead", "hand_lean", "hand_copy", "encore")
+METRICS = (("ms_per_token", "ms"), ("cpu_us_per_step", "us"), ("first4_ms", "ms"))
 RESULT = "RUN_RESULT "  # the line a child prints its run on
 
 
@@ -64,7 +73,7 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--inner-mode", default="default", choices=("default", "max-autotune-no-cudagraphs"),
-                    help="torch.compile mode of the step the compiled, hand_graph and encore ways call")
+                    help="torch.compile mode of the step the compiled, hand_lean, hand_copy and encore ways call")
     ap.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
     ap.add_argument("--warm-cache", action="store_true",
                     help="keep the inductor and Triton cache directories already set (compile times then "
@@ -75,8 +84,9 @@ def parse_args():
     a = ap.parse_args()
     a.ways = [w for w in a.ways.split(",") if w]
     unknown = [w for w in a.ways if w not in WAYS]
-    if unknown or a.steps < 8 or a.rounds < 1:
-        ap.error(f"--ways {unknown} not among {list(WAYS)}, or --steps {a.steps} < 8, or --rounds {a.rounds} < 1")
+    if unknown or a.steps < 8 or a.rounds < MIN_ROUNDS or "compiled" not in a.ways:
+        ap.error(f"--ways {unknown} not among {list(WAYS)} or without compiled (the reference), or --steps "
+                 f"{a.steps} < 8, or --rounds {a.rounds} < {MIN_ROUNDS}")
     return a
 
 
@@ -136,7 +146,9 @@ class Bench:
         inner = torch.compile(d.step, mode=None if self.a.inner_mode == "default" else self.a.inner_mode)
         if way == "compiled":
             return inner
-        if way == "hand_graph":
+        if way == "hand_lean":
+            return self.ld.LeanHandGraph(d, step=inner)
+        if way == "hand_copy":
             return self.ld.HandGraph(d, step=inner)
         return self.ld.encore_method(d, manager=self.encore.Manager(flags=""), step=inner)
 
@@ -210,65 +222,62 @@ class Bench:
         return res
 
 
-def med(runs, key):
-    return statistics.median(x[key] for x in runs)
-
-
-def summarize(b, res, eager):
-    """The rows of the final table, as dicts."""
+def record(b, res, runs, eager):
+    """Metrics (median, min, max over the rounds), per-round ratios and the
+    result checks into `res`."""
     torch = b.torch
-    ref = res["compiled"][0]["tokens"] if res.get("compiled") else None
-    rows = {}
-    for w, runs in res.items():
-        if not runs:
-            rows[w] = {"failed": b.failed.get(w, "no runs")}
+    ref = runs["compiled"][0]["tokens"] if runs.get("compiled") else None
+    for w, xs in runs.items():
+        res.check(f"{w}: ran all {b.a.rounds} rounds", len(xs) == b.a.rounds and w not in b.failed,
+                  b.failed.get(w, f"{len(xs)} rounds"))
+        if not xs:
             continue
-        row = {"ms_per_token": med(runs, "ms_per_token"), "cpu_us_per_step": med(runs, "cpu_us_per_step"),
-               "first4_ms_round1": runs[0]["first4_ms"],
-               "first4_ms_later": med(runs[1:], "first4_ms") if len(runs) > 1 else None,
-               "rounds": len(runs)}
-        row["tokens_eq_compiled"] = None if ref is None else all(torch.equal(x["tokens"], ref) for x in runs)
-        row["tokens_eq_eager"] = None if eager is None else all(torch.equal(x["tokens"], eager) for x in runs)
-        if w in b.failed:
-            row["failed"] = b.failed[w]
-        rows[w] = row
-    return rows
+        for key, unit in METRICS:
+            res.metric(f"{w}.{key}", [x[key] for x in xs], unit)
+        bad = [r + 1 for r, x in enumerate(xs) if ref is None or not torch.equal(x["tokens"], ref)]
+        res.check(f"{w}: tokens equal the compiled way's in every round", not bad,
+                  f"rounds {bad} differ" if bad else f"{b.a.steps} tokens x {len(xs)}")
+        res.doc["info"].setdefault("tokens_equal_eager", {})[w] = (
+            None if eager is None else all(torch.equal(x["tokens"], eager) for x in xs))
+    full = [w for w, xs in runs.items() if len(xs) == b.a.rounds]
+    for base in ("reduce_overhead", "hand_lean", "hand_copy"):
+        if "encore" in full and base in full:
+            for key in ("ms_per_token", "cpu_us_per_step"):
+                res.metric(f"encore_vs_{base}.{key}", ratios([x[key] for x in runs["encore"]],
+                                                               [x[key] for x in runs[base]]), "x")
+    for r, x in enumerate(runs.get("encore", [])):
+        rep = x["report"] or {}
+        res.check(f"encore round {r + 1}: captured and replayed, no eager call",
+                  rep.get("captures", 0) >= 1 and rep.get("replays", 0) >= b.a.steps // 2
+                  and rep.get("eager_calls") == 0,
+                  f"captures {rep.get('captures')}, replays {rep.get('replays')}, eager calls {rep.get('eager_calls')}")
 
 
-def fmt(v, spec):
-    return f"{'-':>{spec.split('.')[0]}}" if v is None else format(v, spec)
-
-
-def print_table(a, torch, rows, compile_s):
+def print_table(a, torch, res, compile_s):
+    m = res.doc["metrics"]
     print(f"LlamaForCausalLM {a.layers} layers x {a.hidden}, bf16, StaticCache, {a.steps} steps, {a.rounds} rounds; "
-          f"torch {torch.__version__}; inner mode {a.inner_mode}")
+          f"torch {torch.__version__}; inner mode {a.inner_mode}; median [min-max] over the rounds")
     print("first call of round 1 (compiling, warmups, graphs): "
           + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items()))
-    cols = ("ms_per_token", "cpu_us_per_step", "first4_ms_round1", "first4_ms_later")
-    print(f"{'way':16s} " + " ".join(f"{c:>16s}" for c in cols) + "  tokens==compiled  tokens==eager")
-    for w, row in rows.items():
-        if "ms_per_token" not in row:
-            print(f"{w:16s} FAILED: {row['failed']}")
-            continue
-        vals = " ".join(fmt(row[c], "16.3f") for c in cols)
-        print(f"{w:16s} {vals}  {str(row['tokens_eq_compiled']):>16s}  {str(row['tokens_eq_eager']):>13s}"
-              + (f"  (stopped: {row['failed']})" if "failed" in row else ""))
+    print(f"{'way':16s} " + " ".join(f"{k:>28s}" for k, _ in METRICS))
+    for w in WAYS:
+        if f"{w}.ms_per_token" in m:
+            print(f"{w:16s} " + " ".join(f"{cell(m[f'{w}.{k}']):>28s}" for k, _ in METRICS))
+    for key in sorted(k for k in m if "_vs_" in k):
+        print(f"{key:40s} x{cell(m[key])}")
+    print(f"tokens equal eager's (information: fused kernels round differently): "
+          f"{res.doc['info'].get('tokens_equal_eager')}")
 
 
-def print_targets(rows):
-    enc, ro = rows.get("encore", {}), rows.get("reduce_overhead", {})
-    if "ms_per_token" not in enc or "ms_per_token" not in ro:
-        print("targets: not measured (encore or reduce_overhead has no runs)")
+def print_targets(m):
+    if "encore_vs_reduce_overhead.ms_per_token" not in m:
+        print("targets: not measured (encore or reduce_overhead has no full set of rounds)")
         return
-    ratio = enc["ms_per_token"] / ro["ms_per_token"]
-    print(f"{'PASS' if ratio <= 1.02 else 'MISS'} encore ms/token within 2% of reduce-overhead's: "
-          f"{enc['ms_per_token']:.3f} against {ro['ms_per_token']:.3f} (x{ratio:.3f})")
-    cpu = enc["cpu_us_per_step"] / ro["cpu_us_per_step"]
-    print(f"{'PASS' if cpu <= 0.2 else 'MISS'} encore CPU per step at most 0.2x reduce-overhead's: "
-          f"{enc['cpu_us_per_step']:.1f} us against {ro['cpu_us_per_step']:.1f} us (x{cpu:.3f})")
-    same = enc.get("tokens_eq_compiled")
-    print(f"{'PASS' if same else 'MISS'} encore's tokens equal the compiled way's: {same}; "
-          f"reduce-overhead's: {ro.get('tokens_eq_compiled')}")
+    ms, cpu = m["encore_vs_reduce_overhead.ms_per_token"], m["encore_vs_reduce_overhead.cpu_us_per_step"]
+    print(f"{'PASS' if ms['max'] <= 1.02 else 'MISS'} encore ms/token within 2% of reduce-overhead's in every "
+          f"round: x{cell(ms)}")
+    print(f"{'PASS' if cpu['max'] <= 0.2 else 'MISS'} encore CPU per step at most 0.2x reduce-overhead's in "
+          f"every round: x{cell(cpu)}")
 
 
 def print_report(rep):
@@ -301,21 +310,20 @@ def main():
 
     import encore
     import llama_decode
+    device, software = device_of(torch)
+    res = Results("python_compile_bench", a.rounds, device, software)
     b = Bench(a, torch, encore, llama_decode)
     eager = b.eager_tokens()
-    res = b.rounds()
-    rows = summarize(b, res, eager)
-    print_table(a, torch, rows, b.compile_s)
-    print_targets(rows)
+    runs = b.rounds()
+    record(b, res, runs, eager)
+    res.doc["info"].update({"inner_mode": a.inner_mode, "compile_s_round1": b.compile_s, "dynamo": b.dynamo,
+                            "encore_report": b.reports.get("encore"),
+                            "model": {"layers": a.layers, "hidden": a.hidden, "steps": a.steps}})
+    print_table(a, torch, res, b.compile_s)
+    print_targets(res.doc["metrics"])
     print_report(b.reports.get("encore"))
     print(f"dynamo, each way's last run: {b.dynamo}")
-    text = json.dumps({"args": vars(a), "torch": torch.__version__, "compile_s": b.compile_s, "ways": rows,
-                       "encore_report": b.reports.get("encore"), "dynamo": b.dynamo}, indent=1, default=str)
-    errors = []
-    write_json(text, a.json, "python_compile_bench.json", errors)
-    for e in errors:
-        print(e)
-    return 1 if b.failed else 0
+    return res.finish(a.json, "python_compile_bench.json")
 
 
 if __name__ == "__main__":

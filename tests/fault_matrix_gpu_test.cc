@@ -118,14 +118,20 @@ std::string RunCell(Buffers& b, cudaStream_t stream, CudaCall call, int nth, cud
       for (size_t i = 0; i < std::size(seq) && problem.empty(); ++i) {
         auto [k, n] = seq[i];
         TensorRef in{b.x[k].get(), DType::kFloat32, {n}, {}}, out{b.y[k].get(), DType::kFloat32, {n}, {}};
-        (void)cudaMemsetAsync(b.y[k].get(), 0, kN * sizeof(float), stream);
+        if (const cudaError_t e = cudaMemsetAsync(b.y[k].get(), 0, kN * sizeof(float), stream); e != cudaSuccess) {
+          problem = "clearing the output before call " + std::to_string(i + 1) + " failed: " + cudaGetErrorName(e);
+          continue;
+        }
         Status s = (*m)->Run({&in, 1}, {&out, 1}, stream);
         if (!s.ok()) {
           ++errors;
           if (s.message().empty()) problem = "call " + std::to_string(i + 1) + ": an error with no message";
           continue;
         }
-        if (cudaStreamSynchronize(stream) != cudaSuccess) problem = "sync failed after call " + std::to_string(i + 1);
+        if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
+          problem = "sync failed after call " + std::to_string(i + 1) + ": " + cudaGetErrorName(e);
+          continue;
+        }
         std::vector<float> got = b.y[k].Download(), x = b.x[k].Download();
         for (int64_t j = 0; j < n && problem.empty(); ++j) {
           if (got[j] != x[j] * 2 + 1) problem = "call " + std::to_string(i + 1) + " returned OK with a wrong result";
@@ -137,11 +143,22 @@ std::string RunCell(Buffers& b, cudaStream_t stream, CudaCall call, int nth, cud
     }
     if (errors > 1) problem = std::to_string(errors) + " calls failed for one fault";
     (void)cudaGetLastError();
-    // The next valid call, with nothing failing, is right.
+    // The next valid call, with nothing failing, is right: its output is
+    // cleared first (call 6 of the sequence left the right values there),
+    // and a stream that cannot be synchronized is a problem, not a skip.
     TensorRef in{b.x[0].get(), DType::kFloat32, {kN}, {}}, out{b.y[0].get(), DType::kFloat32, {kN}, {}};
+    const cudaError_t cleared = cudaMemsetAsync(b.y[0].get(), 0, kN * sizeof(float), stream);
+    if (problem.empty() && cleared != cudaSuccess) {
+      problem = std::string("clearing the next valid call's output failed: ") + cudaGetErrorName(cleared);
+    }
     Status s = (*m)->Run({&in, 1}, {&out, 1}, stream);
     if (problem.empty() && !s.ok()) problem = "the next valid call failed: " + s.ToString();
-    if (problem.empty() && cudaStreamSynchronize(stream) == cudaSuccess) {
+    if (problem.empty()) {
+      if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
+        problem = std::string("the stream sync after the next valid call failed: ") + cudaGetErrorName(e);
+      }
+    }
+    if (problem.empty()) {
       std::vector<float> got = b.y[0].Download(), x = b.x[0].Download();
       for (int64_t j = 0; j < kN && problem.empty(); ++j) {
         if (got[j] != x[j] * 2 + 1) problem = "the next valid call was wrong";

@@ -20,10 +20,12 @@ from llama_decode import Decoder, cache_tensors, eager_decode, make_model
 class LoopDecoder:
     """`generate(token, position)` returns (tokens, count, last token, next
     position, done): up to `chunk` tokens written into a buffer on the
-    device, stopping after the end token."""
+    device, stopping after the end token. `host_reads` counts the reads of a
+    device value on the host (each a sync) that `decode` made."""
 
     def __init__(self, d: Decoder, chunk: int, eos: int, manager=None, flags="warmup=1"):
         self.d, self.chunk = d, chunk
+        self.host_reads = 0
         self.eos = torch.tensor(eos, device="cuda")
 
         def generate(token, position):
@@ -47,7 +49,8 @@ class LoopDecoder:
 
     def decode(self, total: int):
         """Up to `total` tokens (fewer if the end token comes first), and the
-        number of calls it took."""
+        number of calls it took. Each call reads its count and its end flag
+        in one host read."""
         d = self.d
         tok, pos = d.first, d.positions[d.start:d.start + 1]
         out, produced, calls = [], 0, 0
@@ -55,10 +58,11 @@ class LoopDecoder:
             while produced < total:
                 toks, n, tok, pos, done = self.method(tok, pos)
                 calls += 1
-                n = int(n)  # the call's one host sync
+                n, done = torch.stack((n, done.to(n.dtype))).tolist()  # the call's one host read
+                self.host_reads += 1
                 out.append(toks[:, :n])
                 produced += n
-                if bool(done):
+                if done:
                     break
         return torch.cat(out, dim=1)[:, :total], calls
 

@@ -69,6 +69,11 @@ add_test(NAME tools/encore_report_test
 add_test(NAME tools/bars_test
   COMMAND python3 "${PROJECT_SOURCE_DIR}/tools/bars_test.py" "${PROJECT_SOURCE_DIR}/tools/bars.py")
 
+# docs/performance.md against the result files it is written from (an sh_test in Bazel).
+add_test(NAME tools/perf_table_test
+  COMMAND python3 "${PROJECT_SOURCE_DIR}/tools/perf_table_test.py" "${PROJECT_SOURCE_DIR}/tools/perf_table.py"
+          "${PROJECT_SOURCE_DIR}/docs/performance.md" "${PROJECT_SOURCE_DIR}/docs/measurements/earlier.json")
+
 # CMAKE_CUDA_ARCHITECTURES reaches nvcc and kBuiltCudaArchs.
 add_library(encore_arch_probe OBJECT tools/testdata/arch_probe.cu)
 encore_target_defaults(encore_arch_probe)
