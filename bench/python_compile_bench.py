@@ -23,13 +23,16 @@ in one run:
                    (the report line says), where reduce-overhead copies it
 
 The order of the ways rotates round by round. Every run (one way in one
-round) is a Python process of its own: a fresh
-torch._dynamo, a fresh decoder (a new StaticCache, the prompt prefilled
-eagerly), its step compiled afresh (the recompile limits raised, so a
-recompile inside a run shows in its time rather than hiding as a fallback
-to eager). With all runs in one process, the compiled and reduce-overhead
-runs that came after the hand-graph and encore runs recompiled on every
-token. The inductor and Triton caches are shared by the runs and fresh
+round) starts from dynamo reset and its counters cleared, a fresh decoder
+(a new StaticCache, the prompt prefilled eagerly) and its step compiled
+afresh (the recompile limits raised, so a recompile inside a run shows in
+its time rather than hiding as a fallback to eager). All runs share one
+process, as an application's would: encore must not make a compiled
+function beside it recompile (an earlier encore did, through a global
+module hook, and every compiled run after an encore run recompiled on
+every token); each run's dynamo counts are in the JSON.
+--process-per-run gives each run a process of its own instead. The
+inductor and Triton caches are shared by the runs and fresh
 unless --warm-cache, so round 1 pays a cold compile and later rounds a
 warm one. The time to the end of the first call in round 1 is printed per
 way. Per way and round: the wall time until the 4th token is on
@@ -43,7 +46,7 @@ every round and encore's method must have replayed: otherwise the run
 exits 1. The JSON (--json, and python_compile_bench.json in $OUT /
 $RESULTS) is what tools/perf_table.py reads.
 
-  python3 bench/python_compile_bench.py [--rounds 3] [--steps 128] [--inner-mode default]
+  python3 bench/python_compile_bench.py [--rounds 3] [--steps 128] [--inner-mode default] [--process-per-run]
 """
 
 import argparse
@@ -78,6 +81,8 @@ def parse_args():
     ap.add_argument("--warm-cache", action="store_true",
                     help="keep the inductor and Triton cache directories already set (compile times then "
                          "depend on earlier runs)")
+    ap.add_argument("--process-per-run", action="store_true",
+                    help="each run in a Python process of its own (default: every run in this one)")
     ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "python_compile_bench.json"))
     ap.add_argument("--run", choices=WAYS, help=argparse.SUPPRESS)  # a child: one run of this way
     ap.add_argument("--first-call", action="store_true", help=argparse.SUPPRESS)
@@ -122,7 +127,7 @@ class Bench:
         self.compile_s = {}    # way -> its first call in round 1 (dynamo, inductor, and its graphs)
         self.failed = {}       # way -> the error that stopped it
         self.reports = {}
-        self.dynamo = {}       # way -> what dynamo counted in its last run
+        self.dynamo = {}       # way -> what dynamo counted in each of its runs
         # Raised, so that a recompile within a run shows in its time rather
         # than hiding as a fallback to eager.
         for knob in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
@@ -153,8 +158,12 @@ class Bench:
         return self.ld.encore_method(d, manager=self.encore.Manager(flags=""), step=inner)
 
     def run_way(self, way, first_call):
-        """One run of `way` in this process (a child's job)."""
+        """One run of `way` in this process: dynamo reset and its counters
+        cleared first, so the run compiles afresh and counts its own."""
         torch, steps = self.torch, self.a.steps
+        torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+        counters.clear()
         d = self.ld.Decoder(self.model, max_len=self.max_len)
         torch.cuda.synchronize()
         w0 = time.perf_counter()
@@ -165,8 +174,23 @@ class Bench:
         run["dynamo"] = dynamo_counts(torch)
         return run
 
+    def one_run(self, way):
+        """One run of `way`, in this process or a child's; its result, tokens
+        as a tensor."""
+        if not self.a.process_per_run:
+            run = json.loads(json.dumps(self.run_way(way, way not in self.compile_s), default=str))
+        else:
+            run = self.spawn(way)
+        run["tokens"] = self.torch.tensor(run["tokens"])
+        if run["first_ms"] is not None:
+            self.compile_s[way] = run["first_ms"] / 1e3
+        self.dynamo.setdefault(way, []).append(run.pop("dynamo"))
+        if run["report"] is not None:
+            self.reports[way] = run["report"]
+        return run
+
     def spawn(self, way):
-        """One run of `way` in a child process; its result, tokens as a tensor."""
+        """One run of `way` in a child process: its result as the child printed it."""
         a = self.a
         cmd = [sys.executable, str(Path(__file__).resolve()), "--run", way, "--layers", str(a.layers),
                "--hidden", str(a.hidden), "--steps", str(a.steps), "--inner-mode", a.inner_mode]
@@ -177,14 +201,7 @@ class Bench:
         if p.returncode != 0 or not lines:
             raise RuntimeError(f"the run's process exited with {p.returncode} and no result "
                                f"(its last output: {p.stdout[-300:]!r})")
-        run = json.loads(lines[-1][len(RESULT):])
-        run["tokens"] = self.torch.tensor(run["tokens"])
-        if run["first_ms"] is not None:
-            self.compile_s[way] = run["first_ms"] / 1e3
-        self.dynamo[way] = run.pop("dynamo")
-        if run["report"] is not None:
-            self.reports[way] = run["report"]
-        return run
+        return json.loads(lines[-1][len(RESULT):])
 
     def eager_tokens(self):
         """Eager decoding's tokens, untimed, for the tokens==eager column."""
@@ -211,7 +228,7 @@ class Bench:
                 if w in self.failed:
                     continue
                 try:
-                    res[w].append(self.spawn(w))
+                    res[w].append(self.one_run(w))
                     x = res[w][-1]
                     print(f"round {r + 1} {w}: {x['ms_per_token']:.3f} ms/token, {x['cpu_us_per_step']:.1f} us "
                           f"CPU/step, first 4 tokens {x['first4_ms']:.1f} ms", flush=True)
@@ -237,6 +254,10 @@ def record(b, res, runs, eager):
         bad = [r + 1 for r, x in enumerate(xs) if ref is None or not torch.equal(x["tokens"], ref)]
         res.check(f"{w}: tokens equal the compiled way's in every round", not bad,
                   f"rounds {bad} differ" if bad else f"{b.a.steps} tokens x {len(xs)}")
+        graphs = [c.get("unique_graphs") for c in b.dynamo.get(w, [])]
+        if w != "encore" and graphs:  # every run compiles as often as the first, whatever ran before it
+            res.check(f"{w}: dynamo compiled as many graphs in every round", len(set(graphs)) == 1,
+                      f"unique_graphs per round: {graphs}")
         res.doc["info"].setdefault("tokens_equal_eager", {})[w] = (
             None if eager is None else all(torch.equal(x["tokens"], eager) for x in xs))
     full = [w for w, xs in runs.items() if len(xs) == b.a.rounds]
@@ -322,7 +343,7 @@ def main():
     print_table(a, torch, res, b.compile_s)
     print_targets(res.doc["metrics"])
     print_report(b.reports.get("encore"))
-    print(f"dynamo, each way's last run: {b.dynamo}")
+    print(f"dynamo, each way's runs: {b.dynamo}")
     return res.finish(a.json, "python_compile_bench.json")
 
 
