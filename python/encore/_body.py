@@ -23,10 +23,14 @@ from ._tree import flatten, unflatten
 EAGER, WARMUP, CAPTURE = _encore.CallKind.EAGER, _encore.CallKind.WARMUP, _encore.CallKind.CAPTURE
 
 
-class OutSpec:
-    """The results of one call signature, learned from a run of the body."""
+BATCH = -1  # dim 0 of a result shape under on_new_shape=pad: the call's batch
 
-    __slots__ = ("nodes", "leaves", "out", "static", "kept", "unstable")
+
+class OutSpec:
+    """The results of one call signature, learned from a run of the body.
+    Under on_new_shape=pad a result's dim 0 is BATCH, the call's batch."""
+
+    __slots__ = ("nodes", "leaves", "out", "static", "kept", "unstable", "not_rows")
 
     def __init__(self, nodes, leaves, out):
         self.nodes = nodes        # the results' structure and non-tensor values
@@ -35,16 +39,24 @@ class OutSpec:
         self.static = None        # results kept from a capture with no outputs
         self.kept = None          # outputs=reuse: the outputs handed every call
         self.unstable = False     # two runs returned different structures
+        self.not_rows = None      # pad: why a result is not rows of the batch
 
-    def new_outputs(self, torch, device, reuse):
-        """The output tensors a call hands encore: new ones, or with
-        outputs=reuse the same ones every call."""
-        if reuse and self.kept is not None:
-            return self.kept
-        outputs = [torch.empty(s, dtype=d, device=device) for s, d in self.out]
+    def new_outputs(self, torch, device, reuse, batch=None):
+        """The output tensors a call (of `batch` rows, under pad) hands
+        encore: new ones, or with outputs=reuse the same ones every call
+        (under pad, views of their first `batch` rows)."""
+        shapes = [s if not s or s[0] != BATCH else (batch,) + s[1:] for s, _ in self.out]
         if reuse:
-            self.kept = outputs
-        return outputs
+            rows = max([s[0] for s in shapes if s] or [0])
+            if self.kept is None or (rows and self.kept_rows() < rows):
+                self.kept = [torch.empty(s, dtype=d, device=device) for s, (_, d) in zip(shapes, self.out)]
+            if batch is None:
+                return self.kept
+            return [k[:batch] if s and s[0] == BATCH else k for k, (s, _) in zip(self.kept, self.out)]
+        return [torch.empty(s, dtype=d, device=device) for s, (_, d) in zip(shapes, self.out)]
+
+    def kept_rows(self) -> int:
+        return min([k.shape[0] for k, (s, _) in zip(self.kept, self.out) if s and s[0] == BATCH] or [0])
 
 
 class CallState:
@@ -154,7 +166,7 @@ class Body:
                 self._check_capture(state, wrote, nodes)
             self._deliver(call, state, kind, result, tensors, nodes, leaves, views)
         if kind != CAPTURE:
-            self._learn(state, tensors, nodes, leaves, wrote)
+            self.learn(state, tensors, nodes, leaves, wrote)
 
     def _leaves(self, state):
         leaves = []
@@ -231,6 +243,8 @@ class Body:
         if spec is not None and (spec.unstable or spec.nodes != nodes):
             raise _Refusal("results: the capture returned another structure or other non-tensor values "
                            "than the warmups, which a replay (which does not run the function) would repeat")
+        if spec is not None and spec.not_rows is not None:
+            raise _Refusal(spec.not_rows)
         m._graph_nodes = state.nodes
 
     def _deliver(self, call, state, kind, result, tensors, nodes, leaves, views):
@@ -251,6 +265,8 @@ class Body:
             if n:
                 raise _Refusal("results: the capture's results differ in count, shape or dtype from the "
                                "warmups'")
+            if self._m._pad and tensors:  # the graph of one bucket cannot keep results for all of them
+                raise _Refusal("pad: the capture had no outputs to write its results into")
             self._keep_static(state, tensors, nodes, leaves)
             return
         if kind == WARMUP:  # made on the method's stream, used on the caller's
@@ -279,15 +295,26 @@ class Body:
         fixed = [t.clone() if t.numel() and t.untyped_storage().data_ptr() in ptrs else t for t in tensors]
         return unflatten(nodes, fixed, leaves)
 
-    def _learn(self, state, tensors, nodes, leaves, wrote):
+    def learn(self, state, tensors, nodes, leaves, wrote=()):
+        """What a run of the body returned, as its signature's OutSpec."""
         m = self._m
         if wrote:
             m._writes_inputs = True
         if any(t.requires_grad for t in tensors) and m._torch.is_grad_enabled():
             m._result_grad = True
         out = [(tuple(t.shape), t.dtype) for t in tensors]
+        not_rows = None
+        if m._pad:
+            batch = state.tensors[0].shape[0] if state.tensors and state.tensors[0].dim() else None
+            for i, (s, d) in enumerate(out):
+                if s and s[0] == batch:
+                    out[i] = ((BATCH,) + s[1:], d)
+                elif not_rows is None:
+                    not_rows = (f"pad: result {i} has {s[0] if s else 'no'} rows in dim 0 for a batch of {batch}; "
+                                "every result of a padded method is rows of the batch")
         spec = m._specs.get(state.sig)
         if spec is None:
-            m._specs[state.sig] = OutSpec(nodes, leaves, out)
+            spec = m._specs[state.sig] = OutSpec(nodes, leaves, out)
+            spec.not_rows = not_rows
         elif spec.static is None and (spec.nodes != nodes or spec.out != out):
             spec.unstable = True

@@ -15,7 +15,7 @@ import threading
 import weakref
 
 from . import _encore
-from ._body import EAGER, Body, CallState
+from ._body import BATCH, EAGER, Body, CallState
 from ._constants import ConstantList
 from ._errors import Error, InvalidArgumentError, UnsupportedTensorError
 from ._flags import resolve, split_method_text
@@ -77,7 +77,8 @@ class Method:
                                             flags_text=cxx_text or None)
         self._cm = made
         self._manager = manager
-        self._on_new_shape = json.loads(made.report_json())["flags"]["on_new_shape"]
+        self._on_new_shape = made.on_new_shape
+        self._pad = self._on_new_shape == "pad"
         self._reset_python_state()
 
     def _reset_python_state(self) -> None:
@@ -134,12 +135,34 @@ class Method:
                 return "autograd"
         return None
 
+    def _signature(self, nodes, tensors):
+        """What a graph is kept for: the non-tensor arguments and every
+        tensor's shape and dtype; under on_new_shape=pad, dim 0 (the batch)
+        left out, as encore's buckets serve every batch."""
+        if self._pad:
+            shapes = tuple((BATCH,) + tuple(t.shape[1:]) if t.dim() else () for t in tensors)
+        else:
+            shapes = tuple(t.shape for t in tensors)
+        return (nodes, shapes, tuple(t.dtype for t in tensors))
+
+    def _batch(self, tensors):
+        return tensors[0].shape[0] if self._pad and tensors and tensors[0].dim() else None
+
     def _run(self, args, kwargs, tensors, nodes):
         torch = self._torch
         device, stream = current_device_and_stream(torch)
-        sig = (nodes, tuple(t.shape for t in tensors), tuple(t.dtype for t in tensors))
+        sig = self._signature(nodes, tensors)
         spec = self._specs.get(sig)
-        outputs = self._outputs_for(spec, device)
+        if self._pad and spec is None:
+            # A padded graph is captured for a bucket, not for this call's
+            # rows: its outputs must be known before encore sees the call.
+            result = self._learn_results(args, kwargs, tensors, nodes, sig)
+            if self._specs[sig].not_rows is not None:
+                logger.info("event=eager method=%s reason=not_rows detail=%r", self.name, self._specs[sig].not_rows)
+            return result
+        if self._pad and spec.not_rows is not None:  # no bucket can serve it
+            return self._run_eager("not_rows", args, kwargs)
+        outputs = self._outputs_for(spec, device, self._batch(tensors))
         state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
         previous, self._state = self._state, state
         try:
@@ -155,11 +178,24 @@ class Method:
             self._state = previous
         if state.ran_kind == EAGER and not self._graphs_off:
             self._graphs_off = json.loads(self._cm.report_json())["phase"] == "eager"
-        if state.ran_kind is None and not kwargs and state.spec is not None:
+        if state.ran_kind is None and not kwargs and state.spec is not None and not self._pad:
             self._fast = FastPath.for_replay(self, args, tensors, state)
         return self._results(state)
 
-    def _outputs_for(self, spec, device):
+    def _learn_results(self, args, kwargs, tensors, nodes, sig, count=True):
+        """Runs the function eagerly (a call: reason results_unknown) and
+        keeps what it returned as the signature's results."""
+        if count:
+            self._cm.count_eager_call("results_unknown")
+        logger.debug("event=eager method=%s reason=results_unknown", self.name)
+        result = self._fn(*args, **kwargs)
+        out, out_nodes, leaves = [], [], []
+        flatten(result, self._torch.Tensor, out, out_nodes, leaves)
+        state = CallState(args, kwargs, tensors, nodes, sig, (), None)
+        self._body.learn(state, out, tuple(out_nodes), leaves)
+        return result
+
+    def _outputs_for(self, spec, device, batch=None):
         """The output tensors this call hands encore: new ones (or the kept
         ones with outputs=reuse) shaped as the signature's results; none
         while they are unknown or graphs are off."""
@@ -171,7 +207,7 @@ class Method:
                 return ()
         if spec.static is not None or not spec.out:
             return ()
-        return spec.new_outputs(self._torch, device, self._reuse)
+        return spec.new_outputs(self._torch, device, self._reuse, batch)
 
     def _results(self, state):
         if state.direct is not None:  # the body's own results (eager, no outputs to fill)
@@ -218,6 +254,52 @@ class Method:
         self._reset_python_state()
 
     # ------------------------------------------------------------ public -----
+    def precapture(self, *args, **kwargs) -> None:
+        """The warmups and capture of this call's signature now, on PyTorch's
+        current stream, so that its first call replays (a server captures
+        before its first request). Under ``on_new_shape=pad`` with listed
+        buckets: every bucket, largest first, from rows [0, B) of the
+        example, whose batch must be at least the largest bucket. The
+        warmups run the function for real (their writes happen); when the
+        signature's results are not known yet, the function runs once more
+        first, to learn them. Returns nothing; ``report()["precaptures"]``
+        counts the graphs."""
+        flush()
+        torch = self._torch
+        tensors, nodes = [], []
+        flatten(args, torch.Tensor, tensors, nodes)
+        flatten(kwargs, torch.Tensor, tensors, nodes)
+        nodes = tuple(nodes)
+        require_gpu(torch, f"method '{self.name}'")
+        self._ready = True
+        reason = self._python_eager_reason(tensors)
+        if reason is not None:
+            raise InvalidArgumentError(f"method '{self.name}': precapture: this call would run eagerly ({reason}), "
+                                       "so it has no graph to capture")
+        with self._lock:
+            if self._consts is not None and not self._consts.watch.unchanged():
+                self._constants_moved()
+            if self._graph_nodes is not None and nodes != self._graph_nodes and self._other_arguments(
+                    args, kwargs, nodes):
+                raise InvalidArgumentError(f"method '{self.name}': precapture: its non-tensor arguments differ "
+                                           "from the graph's, and such calls run eagerly")
+            sig = self._signature(nodes, tensors)
+            if sig not in self._specs:
+                self._learn_results(args, kwargs, tensors, nodes, sig, count=False)
+            spec = self._specs[sig]
+            device, stream = current_device_and_stream(torch)
+            outputs = self._outputs_for(spec, device, self._batch(tensors))
+            state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
+            previous, self._state = self._state, state
+            try:
+                self._cm.precapture(tensors, outputs, stream)
+            except Error:
+                if state.exc is not None:
+                    raise state.exc from None
+                raise
+            finally:
+                self._state = previous
+
     def release(self) -> None:
         """Drops the graphs, their memory and the captured shapes; the
         method warms up again."""

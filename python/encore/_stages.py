@@ -46,11 +46,12 @@ def _chain(fns):
 
 def _piece_flags(flags: str, first: bool) -> str:
     """A later piece is never refused: the pieces before it already ran, so
-    a call that does not fit its graph runs it eagerly (or recaptures)."""
+    a call that does not fit its graph runs it eagerly (or recaptures, or,
+    under pad, replays its bucket)."""
     if first:
         return flags
     text = flags or ""
-    if "on_new_shape=recapture" in text:
+    if "on_new_shape=recapture" in text or "on_new_shape=pad" in text:
         return text
     return (text + "," if text.strip() else "") + "on_new_shape=eager"
 
@@ -91,12 +92,21 @@ class StagedMethod(Method):
 
     def __call__(self, *args, **kwargs):
         self._calls += 1
+        return self._through(args, kwargs, precapture=False)
+
+    def precapture(self, *args, **kwargs) -> None:
+        """Each piece's warmups and capture for what reaches it from this
+        example: the stages run for real, in order (a piece's precapture,
+        then the piece, then the stages after it), as a call would."""
+        self._through(args, kwargs, precapture=True)
+
+    def _through(self, args, kwargs, precapture):
         value = None
         for i, (kind, fn, _names) in enumerate(self._segments):
-            if i == 0:
-                value = fn(*args, **kwargs)
-            else:
-                value = fn(*value) if type(value) is tuple else fn(value)
+            a, k = (args, kwargs) if i == 0 else ((value if type(value) is tuple else (value,)), {})
+            if precapture and kind == "piece":
+                fn.precapture(*a, **k)
+            value = fn(*a, **k)
         return value
 
     def release(self) -> None:

@@ -72,6 +72,14 @@ void PyMethod::run(nb::handle inputs, nb::handle outputs, uintptr_t stream) {
   WithoutGil([&] { return method_->Run(in, out, reinterpret_cast<cudaStream_t>(stream)); });
 }
 
+void PyMethod::precapture(nb::handle inputs, nb::handle outputs, uintptr_t stream) {
+  std::vector<TensorRef> in, out;
+  Status s = ToTensorRefs(inputs, method_->name(), "input", &in);
+  if (s.ok()) s = ToTensorRefs(outputs, method_->name(), "output", &out);
+  RaiseIfError(s);
+  WithoutGil([&] { return method_->Precapture(in, out, reinterpret_cast<cudaStream_t>(stream)); });
+}
+
 void PyMethod::release() {
   WithoutGil([&] { return method_->Release(); });
 }
@@ -100,12 +108,17 @@ std::vector<Constant> ToConstants(nb::handle constants) {
 void BindMethod(nb::module_& m) {
   nb::class_<PyMethod>(m, "Method")
       .def("run", &PyMethod::run)
+      .def("precapture", &PyMethod::precapture)
       .def("release", &PyMethod::release)
       .def("release_constants", &PyMethod::release_constants)
       .def("synchronize", &PyMethod::synchronize)
       .def("count_eager_call", &PyMethod::count_eager_call, nb::arg("reason"))
       .def("report_json", &PyMethod::report_json)
-      .def_prop_ro("name", &PyMethod::name);
+      .def_prop_ro("name", &PyMethod::name)
+      .def_prop_ro(
+          "on_new_shape",
+          [](const PyMethod& m) { return std::string(ShapePolicyName(m.method()->flags().on_new_shape)); },
+          "The method's on_new_shape flag as the flags text names it (refuse, eager, recapture, pad)");
 }
 
 }  // namespace encore::python

@@ -31,6 +31,8 @@ class PyMethod {
   // the GIL released while encore runs; raises its error, or
   // UnsupportedTensorError when a tensor cannot be described to encore.
   void run(nanobind::handle inputs, nanobind::handle outputs, uintptr_t stream);
+  // Method::Precapture over `inputs` and `outputs`; raises its error.
+  void precapture(nanobind::handle inputs, nanobind::handle outputs, uintptr_t stream);
   void release();
   // Release with a new list of constants (their storage moved).
   void release_constants(nanobind::list constants);
