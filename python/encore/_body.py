@@ -121,7 +121,7 @@ class Body:
     # ------------------------------------------------------------------------
     def run(self, call):
         """encore's body: None, or (StatusCode, message, refusal)."""
-        state = self._m._state
+        state = self._m._cm.state
         kind = call.kind
         state.ran_kind = kind
         try:
@@ -301,7 +301,7 @@ class Body:
         if wrote:
             m._writes_inputs = True
         if any(t.requires_grad for t in tensors) and m._torch.is_grad_enabled():
-            m._result_grad = True
+            m._cm.result_grad = True
         out = [(tuple(t.shape), t.dtype) for t in tensors]
         not_rows = None
         if m._pad:

@@ -6,5 +6,8 @@ code (``e.code``, the StatusCode's name)."""
 
 from __future__ import annotations
 
-from ._encore import (Error, FailedPreconditionError, InternalError, InvalidArgumentError,  # noqa: F401
+from ._encore import (Error, FailedPreconditionError, InternalError, InvalidArgumentError,
                       ResourceExhaustedError, StatusCode, UnavailableError, UnsupportedTensorError, error_for)
+
+__all__ = ["Error", "FailedPreconditionError", "InternalError", "InvalidArgumentError", "ResourceExhaustedError",
+           "StatusCode", "UnavailableError", "UnsupportedTensorError", "error_for"]

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import inspect
 import json
-import threading
 import weakref
 
 from . import _encore
 from ._body import BATCH, EAGER, Body, CallState
 from ._constants import ConstantList
-from ._errors import Error, InvalidArgumentError, UnsupportedTensorError
+from ._errors import Error, InvalidArgumentError, StatusCode, UnsupportedTensorError
 from ._flags import resolve, split_method_text
 from ._log import logger
 from ._retire import flush, retire
@@ -36,7 +35,7 @@ def _weak_run(body):
     def run(call):
         b = ref()
         if b is None:
-            return (13, "the Python method was garbage-collected", False)
+            return (StatusCode.INTERNAL, "the Python method was garbage-collected", False)
         return b.run(call)
 
     return run
@@ -67,15 +66,16 @@ class Method:
         self._reuse = resolve(name, py_flags, manager._py_flags)["outputs"] == "reuse"
         self._consts = None if constants is None else ConstantList(torch, constants)
         self._params = _positional_names(fn)
-        self._lock = threading.RLock()
-        self._state = None
-        self._fast = None
         self._ready = False
         self._body = Body(self, fn)
         entries = None if self._consts is None else self._consts.entries
         made = manager._cxx.register_method(name, body=_weak_run(self._body), constants=entries,
                                             flags_text=cxx_text or None)
         self._cm = made
+        # The call state lives in the C++ method (its lock, the call in
+        # flight, the fast path, python/src/py_method.h PyCallSlots), which
+        # this layer and the fast path share.
+        self._lock = made.lock
         self._manager = manager
         self._on_new_shape = made.on_new_shape
         self._pad = self._on_new_shape == "pad"
@@ -87,13 +87,13 @@ class Method:
         self._last_spec = None       # the spec of the most recent capture
         self._graphs_off = False
         self._writes_inputs = False
-        self._result_grad = False
-        self._fast = None
+        self._cm.result_grad = False
+        self._cm.fast = None
         self._body.reset()
 
     # ----------------------------------------------------------------- call --
     def __call__(self, *args, **kwargs):
-        fast = self._fast
+        fast = self._cm.fast
         if fast is not None and not kwargs:
             out = fast.call(self, args)
             if out is not _MISS:
@@ -130,7 +130,7 @@ class Method:
             if not t.is_cuda:
                 return "host_input"
         if torch.is_grad_enabled():
-            if self._result_grad or any(t.requires_grad for t in tensors) or (
+            if self._cm.result_grad or any(t.requires_grad for t in tensors) or (
                     self._consts is not None and self._consts.requires_grad):
                 return "autograd"
         return None
@@ -164,9 +164,10 @@ class Method:
             return self._run_eager("not_rows", args, kwargs)
         outputs = self._outputs_for(spec, device, self._batch(tensors))
         state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
-        previous, self._state = self._state, state
+        cm = self._cm
+        previous, cm.state = cm.state, state
         try:
-            self._cm.run(tensors, outputs, stream)
+            cm.run(tensors, outputs, stream)
         except UnsupportedTensorError as e:  # a tensor encore cannot bind: the call runs as PyTorch would
             logger.info("event=eager method=%s reason=unsupported_tensor detail=%r", self.name, str(e))
             return self._run_eager("unsupported_tensor", args, kwargs)
@@ -175,11 +176,11 @@ class Method:
                 raise state.exc from None
             raise
         finally:
-            self._state = previous
+            cm.state = previous
         if state.ran_kind == EAGER and not self._graphs_off:
             self._graphs_off = json.loads(self._cm.report_json())["phase"] == "eager"
         if state.ran_kind is None and not kwargs and state.spec is not None and not self._pad:
-            self._fast = FastPath.for_replay(self, args, tensors, state)
+            cm.fast = FastPath.for_replay(self, args, tensors, state)
         return self._results(state)
 
     def _learn_results(self, args, kwargs, tensors, nodes, sig, count=True):
@@ -290,15 +291,16 @@ class Method:
             device, stream = current_device_and_stream(torch)
             outputs = self._outputs_for(spec, device, self._batch(tensors))
             state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
-            previous, self._state = self._state, state
+            cm = self._cm
+            previous, cm.state = cm.state, state
             try:
-                self._cm.precapture(tensors, outputs, stream)
+                cm.precapture(tensors, outputs, stream)
             except Error:
                 if state.exc is not None:
                     raise state.exc from None
                 raise
             finally:
-                self._state = previous
+                cm.state = previous
 
     def release(self) -> None:
         """Drops the graphs, their memory and the captured shapes; the
@@ -358,7 +360,7 @@ class FastPath:
         """The body ran (a recapture, an eager call, a verification) or encore
         refused (`error`, the exception of its Status, not raised): what the
         general path would return or raise."""
-        m._fast = None
+        m._cm.fast = None
         if error is not None:
             if state.exc is not None:
                 raise state.exc from None

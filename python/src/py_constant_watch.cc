@@ -70,8 +70,14 @@ void ConstantWatch::Set(nb::list dicts, nb::list tensors) {
     PyObject *key, *value;
     while (PyDict_Next(d.ptr(), &pos, &key, &value)) entries.push_back({nb::borrow(d), nb::borrow(key), nb::borrow(value)});
   }
+  static PyObject* const k_requires_grad = InternedName("requires_grad");
   std::vector<Watched> new_tensors;
+  bool grad = false;
   for (nb::handle t : tensors) {
+    PyObject* g = PyObject_GetAttr(t.ptr(), k_requires_grad);
+    grad = grad || g == Py_True;
+    Py_XDECREF(g);
+    PyErr_Clear();
     Watched w{nb::borrow(t), nullptr, 0};
     if (fast_ != nullptr) {
       PyObject* found = PyObject_GetAttr(reinterpret_cast<PyObject*>(Py_TYPE(t.ptr())), k_data_ptr);
@@ -90,6 +96,7 @@ void ConstantWatch::Set(nb::list dicts, nb::list tensors) {
   sizes_ = std::move(sizes);
   entries_ = std::move(entries);
   tensors_ = std::move(new_tensors);
+  requires_grad_ = grad;
 }
 
 uintptr_t ConstantWatch::DataPtr(const Watched& w) const {
@@ -138,6 +145,7 @@ void BindConstantWatch(nb::module_& m) {
       .def(nb::init<nb::object>(), nb::arg("data_ptr").none())
       .def("set", &ConstantWatch::Set, nb::arg("dicts"), nb::arg("tensors"))
       .def("unchanged", &ConstantWatch::Unchanged)
+      .def_prop_ro("requires_grad", &ConstantWatch::requires_grad)
       .def_prop_ro("num_dicts", &ConstantWatch::num_dicts)
       .def_prop_ro("num_tensors", &ConstantWatch::num_tensors);
 }

@@ -49,6 +49,8 @@ class ConstantWatch {
   // the one it had at Set. Never raises: an unreadable tensor is a change.
   bool Unchanged() const;
 
+  // Whether a watched tensor required grad at Set.
+  bool requires_grad() const { return requires_grad_; }
   size_t num_dicts() const { return dicts_.size(); }
   size_t num_tensors() const { return tensors_.size(); }
 
@@ -71,6 +73,7 @@ class ConstantWatch {
   std::vector<Entry> entries_;  // before Python 3.12 only
   std::vector<Watched> tensors_;
   uint64_t epoch_ = 0;          // Python 3.12 and newer only
+  bool requires_grad_ = false;
 };
 
 void BindConstantWatch(nanobind::module_& m);

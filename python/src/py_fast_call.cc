@@ -20,13 +20,6 @@ struct Names {
   PyObject* data_ptr = InternedName("data_ptr");
   PyObject* get_device = InternedName("get_device");
   PyObject* requires_grad = InternedName("requires_grad");
-  PyObject* lock = InternedName("_lock");
-  PyObject* acquire = InternedName("acquire");
-  PyObject* release = InternedName("release");
-  PyObject* fast = InternedName("_fast");
-  PyObject* state = InternedName("_state");
-  PyObject* result_grad = InternedName("_result_grad");
-  PyObject* consts = InternedName("_consts");
   PyObject* args = InternedName("args");
   PyObject* tensors = InternedName("tensors");
   PyObject* outputs = InternedName("outputs");
@@ -74,16 +67,18 @@ void* DataPtr(PyObject* t) {
   return p;
 }
 
-// The method's lock, held for this scope.
+// The method's lock (a threading.RLock), held for this scope.
 class LockHeld {
  public:
-  explicit LockHeld(nb::handle m) : lock_(nb::getattr(m, nb::handle(N().lock))) {
-    PyObject* r = PyObject_CallMethodNoArgs(lock_.ptr(), N().acquire);
+  explicit LockHeld(nb::handle lock) : lock_(lock) {
+    static PyObject* const k_acquire = InternedName("acquire");
+    PyObject* r = PyObject_CallMethodNoArgs(lock_.ptr(), k_acquire);
     if (r == nullptr) throw nb::python_error();
     Py_DECREF(r);
   }
   ~LockHeld() {
-    PyObject* r = PyObject_CallMethodNoArgs(lock_.ptr(), N().release);
+    static PyObject* const k_release = InternedName("release");
+    PyObject* r = PyObject_CallMethodNoArgs(lock_.ptr(), k_release);
     if (r == nullptr) PyErr_WriteUnraisable(lock_.ptr());
     Py_XDECREF(r);
   }
@@ -91,24 +86,22 @@ class LockHeld {
   LockHeld& operator=(const LockHeld&) = delete;
 
  private:
-  nb::object lock_;
+  nb::handle lock_;
 };
 
-// The method's _state back to None when this scope ends, as the general
+// The call in flight back to None when this scope ends, as the general
 // path's `finally` does.
 struct StateCleared {
-  explicit StateCleared(nb::handle m) : m(m) {}
-  ~StateCleared() {
-    if (PyObject_SetAttr(m.ptr(), N().state, Py_None) != 0) PyErr_WriteUnraisable(m.ptr());
-  }
-  nb::handle m;
+  explicit StateCleared(PyCallSlots& slots) : slots(slots) {}
+  ~StateCleared() { slots.state = nb::none(); }
+  PyCallSlots& slots;
 };
 
 }  // namespace
 
 PyFastCall::PyFastCall(nb::object cm, nb::tuple inputs, nb::object spec, nb::object state, bool reuse, bool single,
                        nb::tuple hooks)
-    : cm_(std::move(cm)),
+    : cm_(cm),
       spec_(std::move(spec)),
       state_(std::move(state)),
       reuse_(reuse),
@@ -143,7 +136,7 @@ PyFastCall::PyFastCall(nb::object cm, nb::tuple inputs, nb::object spec, nb::obj
   kwnames_ = nb::make_tuple("dtype", "device");
 }
 
-bool PyFastCall::Matches(nb::handle m, PyObject* args, std::vector<TensorRef>* in) const {
+bool PyFastCall::Matches(PyObject* args, std::vector<TensorRef>* in) const {
   if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != static_cast<Py_ssize_t>(shapes_.size())) return false;
   const auto* type = reinterpret_cast<PyTypeObject*>(tensor_type_.ptr());
   in->resize(shapes_.size());
@@ -155,14 +148,14 @@ bool PyFastCall::Matches(nb::handle m, PyObject* args, std::vector<TensorRef>* i
       return false;
     }
   }
-  if (GradForbids(m, args)) return false;
+  if (GradForbids(args)) return false;
   // A constant moved or replaced since: the general path reads them again.
   return watch_ == nullptr || watch_->Unchanged();
 }
 
 // With grad mode on, an input, a listed constant or a result that requires
 // grad makes the general path run the call eagerly (reason autograd).
-bool PyFastCall::GradForbids(nb::handle m, PyObject* args) const {
+bool PyFastCall::GradForbids(PyObject* args) const {
   PyObject* g = PyObject_CallNoArgs(is_grad_enabled_.ptr());
   if (g == nullptr) {
     PyErr_Clear();
@@ -174,23 +167,17 @@ bool PyFastCall::GradForbids(nb::handle m, PyObject* args) const {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) {
     if (TrueOrUnknown(PyTuple_GET_ITEM(args, i), N().requires_grad)) return true;
   }
-  if (TrueOrUnknown(m.ptr(), N().result_grad)) return true;
-  PyObject* consts = PyObject_GetAttr(m.ptr(), N().consts);
-  const bool forbids = consts == nullptr || (consts != Py_None && TrueOrUnknown(consts, N().requires_grad));
-  if (consts == nullptr) PyErr_Clear();
-  Py_XDECREF(consts);
-  return forbids;
+  return py_method_->slots().result_grad || (watch_ != nullptr && watch_->requires_grad());
 }
 
 nb::object PyFastCall::Call(nb::handle self, nb::handle m, nb::handle args) {
   std::vector<TensorRef> in;
-  if (!Matches(m, args.ptr(), &in)) return miss_;
-  LockHeld held(m);
+  if (!Matches(args.ptr(), &in)) return miss_;
+  PyCallSlots& slots = py_method_->slots();
+  LockHeld held(slots.lock);
   // Another thread released the method or replaced this path since the
   // caller read it, or the method's own body calls it (re-entry).
-  if (!nb::getattr(m, nb::handle(N().fast)).is(self) || !nb::getattr(m, nb::handle(N().state)).is_none()) {
-    return miss_;
-  }
+  if (!slots.fast.is(self) || !slots.state.is_none()) return miss_;
   return RunLocked(m, args, in);
 }
 
@@ -201,10 +188,10 @@ nb::object PyFastCall::RunLocked(nb::handle m, nb::handle args, const std::vecto
   std::vector<TensorRef> out;
   nb::object outputs;
   if (!Outputs(&outputs, &out)) return miss_;  // the general path runs it, eagerly if it must
-  FillState(m, args, outputs);
+  FillState(args, outputs);
   Status s;
   {
-    StateCleared cleared(m);
+    StateCleared cleared(py_method_->slots());
     nb::gil_scoped_release nogil;
     s = py_method_->method()->Run(in, out, reinterpret_cast<cudaStream_t>(stream));
   }
@@ -246,13 +233,13 @@ bool PyFastCall::Outputs(nb::object* outputs, std::vector<TensorRef>* out) {
   return true;
 }
 
-void PyFastCall::FillState(nb::handle m, nb::handle args, nb::handle outputs) {
+void PyFastCall::FillState(nb::handle args, nb::handle outputs) {
   const Names& k = N();
   nb::setattr(state_, nb::handle(k.args), args);
   nb::setattr(state_, nb::handle(k.tensors), args);
   nb::setattr(state_, nb::handle(k.outputs), outputs);
   for (PyObject* name : {k.exc, k.ran_kind, k.direct, k.leaves}) nb::setattr(state_, nb::handle(name), nb::none());
-  nb::setattr(m, nb::handle(k.state), state_);
+  py_method_->slots().state = state_;
 }
 
 void BindFastCall(nb::module_& m) {

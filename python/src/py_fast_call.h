@@ -33,20 +33,25 @@ class PyFastCall {
   PyFastCall(nanobind::object cm, nanobind::tuple inputs, nanobind::object spec, nanobind::object state,
              bool reuse, bool single, nanobind::tuple hooks);
 
-  // The call of Python method `m` (whose _fast is `self`) with `args` (a
-  // tuple): its results, or the miss object.
+  // The call of Python method `m` (whose PyMethod's slots().fast is
+  // `self`) with `args` (a tuple): its results, or the miss object. `m` is
+  // what after_body gets.
   nanobind::object Call(nanobind::handle self, nanobind::handle m, nanobind::handle args);
 
  private:
-  bool Matches(nanobind::handle m, PyObject* args, std::vector<TensorRef>* in) const;
-  bool GradForbids(nanobind::handle m, PyObject* args) const;
+  bool Matches(PyObject* args, std::vector<TensorRef>* in) const;
+  bool GradForbids(PyObject* args) const;
   nanobind::object RunLocked(nanobind::handle m, nanobind::handle args, const std::vector<TensorRef>& in);
   // New output tensors (or the kept ones under outputs=reuse) and their
   // refs; false for one encore cannot describe (the call is then a miss).
   bool Outputs(nanobind::object* outputs, std::vector<TensorRef>* out);
-  void FillState(nanobind::handle m, nanobind::handle args, nanobind::handle outputs);
+  void FillState(nanobind::handle args, nanobind::handle outputs);
 
-  nanobind::object cm_;
+  // Borrowed: the method holds this path (PyCallSlots::fast), so a strong
+  // reference back would be a cycle the garbage collector cannot see
+  // through C++ objects, keeping the method and its graphs alive forever.
+  // The path is only ever called through its method.
+  nanobind::handle cm_;
   PyMethod* py_method_;
   std::vector<Shape> shapes_;
   std::vector<DType> dtypes_;

@@ -59,6 +59,13 @@ Status CallPython(PyObject* fn, Call& call) {
 
 }  // namespace
 
+PyMethod::PyMethod(Method* method, std::shared_ptr<Manager> manager)
+    : method_(method), manager_(std::move(manager)) {
+  slots_.lock = nb::module_::import_("threading").attr("RLock")();
+  slots_.state = nb::none();
+  slots_.fast = nb::none();
+}
+
 MethodFn PythonBody(nb::object fn) {
   auto callable = std::make_shared<PyCallable>(std::move(fn));
   return [callable](Call& call) { return CallPython(callable->fn, call); };
@@ -115,6 +122,20 @@ void BindMethod(nb::module_& m) {
       .def("count_eager_call", &PyMethod::count_eager_call, nb::arg("reason"))
       .def("report_json", &PyMethod::report_json)
       .def_prop_ro("name", &PyMethod::name)
+      .def_prop_ro(
+          "lock", [](PyMethod& m) { return m.slots().lock; }, "The RLock that serializes the method's calls")
+      .def_prop_rw(
+          "state", [](PyMethod& m) { return m.slots().state; },
+          [](PyMethod& m, nb::object s) { m.slots().state = std::move(s); }, nb::for_setter(nb::arg("state").none()),
+          "The CallState of the call in flight, or None")
+      .def_prop_rw(
+          "fast", [](PyMethod& m) { return m.slots().fast; },
+          [](PyMethod& m, nb::object f) { m.slots().fast = std::move(f); }, nb::for_setter(nb::arg("fast").none()),
+          "The FastCall serving calls like the last replay's, or None")
+      .def_prop_rw(
+          "result_grad", [](PyMethod& m) { return m.slots().result_grad; },
+          [](PyMethod& m, bool g) { m.slots().result_grad = g; },
+          "A result required grad in grad mode: such calls run eagerly")
       .def_prop_ro(
           "on_new_shape",
           [](const PyMethod& m) { return std::string(ShapePolicyName(m.method()->flags().on_new_shape)); },

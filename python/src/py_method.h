@@ -23,9 +23,26 @@ namespace encore::python {
 // own exceptions (python/encore/_body.py).
 MethodFn PythonBody(nanobind::object fn);
 
+// What the Python layer (python/encore/_method.py) and the replay's fast
+// path (py_fast_call.h) share about a method's calls, held here so that
+// both read the same typed fields and no attribute name ties them.
+struct PyCallSlots {
+  // One call of the method at a time; re-entrant, as a body may call its
+  // own method (which then runs eagerly). A threading.RLock, made with
+  // the method, so Python code takes it with `with`.
+  nanobind::object lock;
+  // The CallState of the call in flight (its body reads it), or None.
+  nanobind::object state;
+  // The FastCall serving calls like the last replay's, or None.
+  nanobind::object fast;
+  // A run returned a result that requires grad while grad mode was on:
+  // calls with grad mode on then run eagerly (autograd).
+  bool result_grad = false;
+};
+
 class PyMethod {
  public:
-  PyMethod(Method* method, std::shared_ptr<Manager> manager) : method_(method), manager_(std::move(manager)) {}
+  PyMethod(Method* method, std::shared_ptr<Manager> manager);
 
   // Method::Run over `inputs` and `outputs` (lists of tensors) on `stream`,
   // the GIL released while encore runs; raises its error, or
@@ -42,8 +59,10 @@ class PyMethod {
   std::string report_json() const;
   const std::string& name() const { return method_->name(); }
   Method* method() const { return method_; }
+  PyCallSlots& slots() { return slots_; }
 
  private:
+  PyCallSlots slots_;
   Method* method_;  // owned by manager_
   std::shared_ptr<Manager> manager_;
 };

@@ -71,15 +71,11 @@ class FakeTorch:
 
 
 class FakeMethod:
-    """The attributes of encore.Method that FastCall and after_body use."""
+    """What after_body uses of encore.Method: its C++ method (whose call
+    state the fast path reads) and its results."""
 
     def __init__(self, cm):
         self._cm = cm
-        self._lock = threading.RLock()
-        self._fast = None
-        self._state = None
-        self._result_grad = False
-        self._consts = types.SimpleNamespace(requires_grad=False)
 
     def _results(self, state):
         return ("results", state)
@@ -118,10 +114,10 @@ def make(reuse=False, out=(((4,), F32),), single=True):
     holder = {"weight": constant}
     watch = _encore.ConstantWatch(None)
     watch.set([holder], [constant])
-    moved = types.SimpleNamespace(constant=constant, holder=holder)
+    moved = types.SimpleNamespace(constant=constant, holder=holder, watch=watch)
     hooks = (_MISS, torch, FastPath.after_body, unflatten, watch)
     args = (Tensor((4,)), Tensor((2, 3), I64))
-    m._fast = _encore.FastCall(cm, args, spec, state, reuse, single, hooks)
+    m._cm.fast = _encore.FastCall(cm, args, spec, state, reuse, single, hooks)
     return m, torch, spec, state, moved, manager
 
 
@@ -130,9 +126,9 @@ def args_like():
 
 
 def assert_left_as_it_was(m):
-    assert m._state is None
+    assert m._cm.state is None
     got = []
-    t = threading.Thread(target=lambda: got.append(m._lock.acquire(blocking=False)))
+    t = threading.Thread(target=lambda: got.append(m._cm.lock.acquire(blocking=False)))
     t.start()
     t.join()
     assert got == [True], "the method's lock is still held"
@@ -143,7 +139,7 @@ def assert_left_as_it_was(m):
                                     "in_flight"])
 def test_a_call_unlike_the_replay_is_a_miss(fake, change):
     m, torch, _spec, _state, moved, _mgr = make()
-    fast = m._fast
+    fast = m._cm.fast
     a = list(args_like())
     if change == "count":
         a.append(Tensor((1,)))
@@ -160,17 +156,18 @@ def test_a_call_unlike_the_replay_is_a_miss(fake, change):
         if change == "grad_input":
             a[0] = Tensor((4,), requires_grad=True)
         elif change == "grad_result":
-            m._result_grad = True
+            m._cm.result_grad = True
         else:
-            m._consts.requires_grad = True
+            moved.constant.requires_grad = True
+            moved.watch.set([moved.holder], [moved.constant])
     elif change == "constant_moved":  # its .data set: the same object, another address
         moved.constant.ptr += 0x10
     elif change == "constant_replaced":
         moved.holder["weight"] = Tensor((8,))
     elif change == "replaced":
-        m._fast = None
+        m._cm.fast = None
     else:
-        m._state = object()
+        m._cm.state = object()
     assert fast.call(m, tuple(a)) is _MISS
     assert torch.made == []  # nothing was made, nothing ran
     if change != "in_flight":
@@ -182,13 +179,13 @@ def test_grad_mode_alone_is_no_miss(fake):
     m, torch, _spec, _state, _moved, _mgr = make()
     torch.grad = True
     with pytest.raises(encore.Error):  # it ran: no GPU here, so the run failed
-        m._fast.call(m, args_like())
+        m._cm.fast.call(m, args_like())
 
 
 @runs_without_gpu
 def test_a_matching_call_hands_the_method_its_tensors_and_new_outputs(fake):
     m, torch, _spec, state, _moved, _mgr = make()
-    fast = m._fast
+    fast = m._cm.fast
     a = args_like()
     with pytest.raises(encore.Error) as info:
         fast.call(m, a)
@@ -198,7 +195,7 @@ def test_a_matching_call_hands_the_method_its_tensors_and_new_outputs(fake):
     assert state.args is a and state.tensors is a
     assert isinstance(state.outputs, list) and state.outputs[0].shape == (4,)
     assert state.exc is None and state.ran_kind is None
-    assert m._fast is None  # after_body dropped the fast path
+    assert m._cm.fast is None  # after_body dropped the fast path
     assert_left_as_it_was(m)
 
 
@@ -213,7 +210,7 @@ def test_after_body_results_are_returned(fake, monkeypatch):
 
     fast = _encore.FastCall(m._cm, args_like(), _spec, state, False, False,
                             (_MISS, _torch_, after_body, unflatten, None))
-    m._fast = fast
+    m._cm.fast = fast
     assert fast.call(m, args_like()) == "after"
     method, st, err = seen[0]
     assert method is m and st is state and isinstance(err, encore.Error) and err.code != "OK"
@@ -228,12 +225,12 @@ def test_after_body_results_are_returned(fake, monkeypatch):
 @runs_without_gpu
 def test_outputs_reuse_hands_the_kept_outputs(fake):
     m, torch, spec, state, _moved, _mgr = make(reuse=True)
-    fast = m._fast
+    fast = m._cm.fast
     with pytest.raises(encore.Error):
         fast.call(m, args_like())
     kept = spec.kept
     assert kept is not None and state.outputs is kept
-    m._fast = fast
+    m._cm.fast = fast
     with pytest.raises(encore.Error):
         fast.call(m, args_like())
     assert state.outputs is kept and len(torch.made) == 1
@@ -249,7 +246,7 @@ def test_an_exception_of_after_body_leaves_the_method_usable(fake):
 
     fast = _encore.FastCall(m._cm, args_like(), spec, state, False, True,
                             (_MISS, torch, after_body, unflatten, None))
-    m._fast = fast
+    m._cm.fast = fast
     with pytest.raises(KeyError, match="from after_body"):
         fast.call(m, args_like())
     assert_left_as_it_was(m)
