@@ -112,7 +112,9 @@
     (cudaStream_t, cudaGraphNode_t*, size_t, unsigned int))                                  \
   X(StreamBeginCaptureToGraph, encore_cudaStreamBeginCaptureToGraph,                         \
     (cudaStream_t, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaStreamCaptureMode))      \
-  X(DriverGraphNodeGetParams, encore_cuGraphNodeGetParams, (cudaGraphNode_t, CUgraphNodeParams*))
+  X(DriverGraphNodeGetParams, encore_cuGraphNodeGetParams, (cudaGraphNode_t, CUgraphNodeParams*))     \
+  X(GetDriverEntryPoint, encore_cudaGetDriverEntryPoint,                                     \
+    (const char*, void**, unsigned int, cudaDriverEntryPointQueryResult*))
 
 // Driver calls that direct binding needs (CUDA 12.4+ drivers), reached
 // through the runtime's driver entry points so that nothing links libcuda (a
