@@ -26,6 +26,7 @@ set(ENCORE_CPU_TESTS
   graph/control/control_args_test
   graph/manager_test
   graph/method_report_test
+  graph/retired_owners_test
   graph/verify/block_map_test
   graph/verify/checksum_hash_test
   graph/verify/output_compare_test
