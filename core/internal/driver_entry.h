@@ -33,14 +33,14 @@ inline constexpr bool kEntryPointsByVersion = CUDART_VERSION >= 12050;
 // refusal or "not found" (see the Note above). `by_version`: the runtime has
 // cudaGetDriverEntryPointByVersion, which asks at `since`; else
 // cudaGetDriverEntryPoint asks at `runtime`.
-int EntryPointVersion(int since, int driver, int runtime, bool by_version);
+[[nodiscard]] int EntryPointVersion(int since, int driver, int runtime, bool by_version);
 
 // The driver's `symbol` at the ABI of CUDA `since`, or null when the
 // driver's version is unknown (no driver), EntryPointVersion says not to
 // ask, or the driver lacks the symbol. Both calls go through the fault table
 // (DriverGetVersion, GetDriverEntryPoint); a failed one leaves no error in
 // the thread's last-error slot.
-void* DriverEntryPoint(const char* symbol, int since);
+[[nodiscard]] void* DriverEntryPoint(const char* symbol, int since);
 
 }  // namespace encore
 

@@ -42,7 +42,7 @@ class CaptureTicket {
 
 // Whether an encore capture is in flight: this thread holds a ticket, or
 // another thread does (or a device-wide sync is running), without waiting.
-bool EncoreCaptureInFlight();
+[[nodiscard]] bool EncoreCaptureInFlight();
 
 // Waits up to `patience` until no encore capture is in flight on any thread,
 // then cudaDeviceSynchronize while new captures wait. Returns false, having

@@ -61,14 +61,14 @@ class Retired {
 // when none is. `stream`, when not null, is a stream alive for the call
 // (the caller's) and is checked too. Queries that fail (no device) see
 // nothing and leave no error in the thread's last-error slot.
-std::string_view CaptureInSight(cudaStream_t stream = nullptr);
+[[nodiscard]] std::string_view CaptureInSight(cudaStream_t stream = nullptr);
 
 class RetiredOwners {
  public:
   // Destroys `owner` now, on its device with the capture mode relaxed, or
   // keeps it while a capture is in sight there; returns why it was kept
   // (empty: destroyed).
-  static std::string_view Retire(std::unique_ptr<Retired> owner);
+  [[nodiscard]] static std::string_view Retire(std::unique_ptr<Retired> owner);
   // Destroys the kept owners of every device where no capture is in sight
   // (`stream`, on the current device, checked too). One relaxed load when
   // none are kept.
