@@ -13,11 +13,11 @@
 #if defined(SPDLOG_H) || defined(SPDLOG_VERSION)
 #error "encore/encore.h includes spdlog"
 #endif
-#if defined(ENCORE_ALLOCATOR_GRAPH_ARENA_H_) || defined(ENCORE_ALLOCATOR_LEDGER_H_)
+#if defined(ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_) || defined(ENCORE_ALLOCATOR_INTERNAL_LEDGER_H_)
 #error "encore/encore.h includes the graph arena or the ledger"
 #endif
-#if defined(ENCORE_CORE_LOG_H_)
-#error "encore/encore.h includes encore/core/log.h"
+#if defined(ENCORE_CORE_INTERNAL_LOG_H_)
+#error "encore/encore.h includes encore/core/internal/log.h"
 #endif
 #if defined(ENCORE_POLICY_INTERNAL_FLAGS_TEXT_H_) || defined(ENCORE_POLICY_INTERNAL_FLAG_TABLE_H_)
 #error "encore/encore.h includes the flags-text parser or the flag table (encore/policy/internal/)"

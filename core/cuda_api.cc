@@ -2,8 +2,10 @@
 #include "encore/core/internal/cuda_api.h"
 
 #include <array>
-#include <utility>
 #include <cassert>
+#include <utility>
+
+#include "encore/core/internal/driver_entry.h"
 
 cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status,
                                             const cudaGraphNode_t** deps, size_t* num_deps) {
@@ -18,22 +20,12 @@ cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptu
 
 namespace {
 
-// The driver's `symbol` at the ABI of CUDA `version` (12.4 by default, the
-// first with the parameter-info calls), or null when the driver lacks it.
+// The driver's `symbol` at the ABI of CUDA `since` (12.4 by default, the
+// first with the parameter-info calls), or null where the driver has none:
+// see Note [Asking the driver only what it has].
 template <class Fn>
-Fn DriverEntryPoint(const char* symbol, int version = 12040) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-  cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, &fn, version, cudaEnableDefault, &found);
-#else
-  cudaError_t err = cudaGetDriverEntryPoint(symbol, &fn, cudaEnableDefault, &found);
-#endif
-  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<Fn>(fn);
+Fn DriverFn(const char* symbol, int since = 12040) {
+  return reinterpret_cast<Fn>(encore::DriverEntryPoint(symbol, since));
 }
 
 cudaError_t FromDriver(CUresult r) { return static_cast<cudaError_t>(r); }
@@ -41,48 +33,49 @@ cudaError_t FromDriver(CUresult r) { return static_cast<cudaError_t>(r); }
 }  // namespace
 
 cudaError_t encore_cuGraphKernelNodeGetParams(cudaGraphNode_t node, CUDA_KERNEL_NODE_PARAMS* params) {
-  static const auto fn = DriverEntryPoint<CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*)>(
+  static const auto fn = DriverFn<CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*)>(
       "cuGraphKernelNodeGetParams");
   return fn ? FromDriver(fn(node, params)) : cudaErrorNotSupported;
 }
 
 cudaError_t encore_cuFuncGetParamInfo(CUfunction func, size_t index, size_t* offset, size_t* size) {
-  static const auto fn = DriverEntryPoint<CUresult (*)(CUfunction, size_t, size_t*, size_t*)>("cuFuncGetParamInfo");
+  static const auto fn = DriverFn<CUresult (*)(CUfunction, size_t, size_t*, size_t*)>("cuFuncGetParamInfo");
   return fn ? FromDriver(fn(func, index, offset, size)) : cudaErrorNotSupported;
 }
 
 cudaError_t encore_cuMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
-  static const auto fn = DriverEntryPoint<CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr)>("cuMemGetAddressRange");
+  static const auto fn = DriverFn<CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr)>("cuMemGetAddressRange");
   return fn ? FromDriver(fn(base, size, ptr)) : cudaErrorNotSupported;
 }
 
-// Newer drivers only (not in CUDA 13.0's headers): without it the scan
-// finds a function's parameter count from where cuFuncGetParamInfo stops.
+// Drivers of CUDA 13.2 and newer only (13.0's headers do not declare it):
+// without it the reference scan reads a function's parameters until the
+// driver says there are no more.
 cudaError_t encore_cuFuncGetParamCount(CUfunction func, size_t* count) {
-  static const auto fn = DriverEntryPoint<CUresult (*)(CUfunction, size_t*)>("cuFuncGetParamCount", 13010);
+  static const auto fn = DriverFn<CUresult (*)(CUfunction, size_t*)>("cuFuncGetParamCount", 13020);
   return fn ? FromDriver(fn(func, count)) : cudaErrorNotSupported;
 }
 
 cudaError_t encore_cuKernelGetParamCount(CUkernel kernel, size_t* count) {
-  static const auto fn = DriverEntryPoint<CUresult (*)(CUkernel, size_t*)>("cuKernelGetParamCount", 13010);
+  static const auto fn = DriverFn<CUresult (*)(CUkernel, size_t*)>("cuKernelGetParamCount", 13020);
   return fn ? FromDriver(fn(kernel, count)) : cudaErrorNotSupported;
 }
 
 cudaError_t encore_cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t* offset, size_t* size) {
-  static const auto fn = DriverEntryPoint<CUresult (*)(CUkernel, size_t, size_t*, size_t*)>("cuKernelGetParamInfo");
+  static const auto fn = DriverFn<CUresult (*)(CUkernel, size_t, size_t*, size_t*)>("cuKernelGetParamInfo");
   return fn ? FromDriver(fn(kernel, index, offset, size)) : cudaErrorNotSupported;
 }
 
 cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const CUDA_KERNEL_NODE_PARAMS* params) {
-  static const auto fn = DriverEntryPoint<CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*)>(
+  static const auto fn = DriverFn<CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*)>(
       "cuGraphExecKernelNodeSetParams");
   return fn ? FromDriver(fn(exec, node, params)) : cudaErrorNotSupported;
 }
 
 cudaError_t encore_cuGraphKernelNodeSetParams(cudaGraphNode_t node, const CUDA_KERNEL_NODE_PARAMS* params) {
   static const auto fn =
-      DriverEntryPoint<CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*)>("cuGraphKernelNodeSetParams");
+      DriverFn<CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*)>("cuGraphKernelNodeSetParams");
   return fn ? FromDriver(fn(node, params)) : cudaErrorNotSupported;
 }
 
@@ -142,22 +135,9 @@ cudaError_t encore_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_
 }
 
 cudaError_t encore_cuGraphNodeGetParams(cudaGraphNode_t node, CUgraphNodeParams* params) {
-  // Asked for at 13.2's ABI, the first with the call: a 13.0 or 13.1 driver
-  // answers "not found" and a query that fails leaves null.
-  static const auto fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    cudaError_t err = cudaGetDriverEntryPointByVersion("cuGraphNodeGetParams", &p, 13020, cudaEnableDefault, &found);
-#else
-    cudaError_t err = cudaGetDriverEntryPoint("cuGraphNodeGetParams", &p, cudaEnableDefault, &found);
-#endif
-    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      p = nullptr;
-    }
-    return reinterpret_cast<CUresult (*)(CUgraphNode, CUgraphNodeParams*)>(p);
-  }();
+  // At 13.2's ABI, the first with this form of the call: a 13.0 or 13.1
+  // driver is not asked.
+  static const auto fn = DriverFn<CUresult (*)(CUgraphNode, CUgraphNodeParams*)>("cuGraphNodeGetParams", 13020);
   return fn ? FromDriver(fn(node, params)) : cudaErrorNotSupported;
 }
 

@@ -37,6 +37,14 @@ void CaptureTicket::Return() noexcept {
   locks_ = false;
 }
 
+bool EncoreCaptureInFlight() {
+  // A thread that holds the fence shared must not try it exclusively.
+  if (tickets_held > 0) return true;
+  if (!Fence().try_lock()) return true;
+  Fence().unlock();
+  return false;
+}
+
 StatusOr<bool> SynchronizeDeviceBetweenCaptures(std::chrono::milliseconds patience) {
   if (tickets_held > 0) return false;
   std::unique_lock<std::shared_timed_mutex> sync(Fence(), std::defer_lock);

@@ -7,6 +7,7 @@
 
 #include "encore/allocator/internal/memory_budget.h"
 #include "encore/core/internal/log.h"
+#include "encore/graph/internal/retired_owners.h"
 #include "encore/policy/internal/flag_table.h"
 #include "encore/policy/internal/flags_text.h"
 #include "encore/version.h"
@@ -15,6 +16,7 @@
 namespace encore {
 
 StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options) {
+  RetiredOwners::Drain();  // owners of managers destroyed inside a capture, if it is over
   ENCORE_RETURN_IF_ERROR(ValidateMethodFlags(options.defaults, "ManagerOptions.defaults"));
   std::string text = options.flags_text;
   std::string source = "flags_text";
@@ -39,6 +41,9 @@ Manager::Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text)
       budget_(std::make_shared<MemoryBudget>(options_.graph_memory_budget)) {}
 
 Manager::~Manager() {
+  // The methods go after this body; each keeps its instances while a
+  // capture is in sight (Note [Owners destroyed inside a capture]).
+  RetiredOwners::Drain();
   // Registration is over only now; see Register.
   for (const std::string& n : UnregisteredFlagNames()) {
     log_->Warn("unknown_method_in_flags", {{"method", n}, {"detail", "no method with this name was registered"}});
@@ -46,6 +51,7 @@ Manager::~Manager() {
 }
 
 StatusOr<Method*> Manager::Register(MethodSpec spec) {
+  RetiredOwners::Drain();
   if (spec.name.empty()) return InvalidArgumentError("Register: the method name is empty");
   ENCORE_RETURN_IF_ERROR(ValidateMethodBody(spec));
   if (spec.constants) {

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encore/graph/method.h"
 
+#include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/internal/log.h"
@@ -9,7 +12,9 @@
 #include "encore/graph/body/internal/constant_set.h"
 #include "encore/graph/runtime/internal/graphs_switch.h"
 #include "encore/graph/body/internal/method_body.h"
+#include "encore/graph/internal/device_guard.h"
 #include "encore/graph/internal/messages.h"
+#include "encore/graph/internal/retired_owners.h"
 
 namespace encore {
 
@@ -39,35 +44,38 @@ Method::Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLo
 
 namespace {
 
-// Makes `device` current for a scope: releasing a device's graphs and memory
-// runs with that device current, whatever the caller's is.
-class DeviceGuard {
+// An instance let go by its Method, destroyed on its device with its
+// owners' lines on the method's logger (see RetiredOwners).
+class RetiredInstance final : public Retired {
  public:
-  explicit DeviceGuard(int device) {
-    if (cuda().GetDevice(&previous_) == cudaSuccess && previous_ != device) {
-      restore_ = cuda().SetDevice(device) == cudaSuccess;
-    }
+  RetiredInstance(std::unique_ptr<MethodInstance> instance, std::shared_ptr<const EventLog> log, std::string name)
+      : Retired(instance->device()), instance_(std::move(instance)), log_(std::move(log)), name_(std::move(name)) {}
+  ~RetiredInstance() override {
+    // The instance's owners (streams, events, graphs, the arena) log a
+    // failed destroy to the application's logger, not the default one.
+    LogScope log_scope(log_.get(), name_);
+    instance_.reset();
   }
-  ~DeviceGuard() {
-    if (restore_) (void)cuda().SetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
-  int previous_ = 0;
-  bool restore_ = false;
+  std::unique_ptr<MethodInstance> instance_;
+  const std::shared_ptr<const EventLog> log_;
+  const std::string name_;
 };
 
 }  // namespace
 
 Method::~Method() {
-  // The instances' owners (streams, events, graphs, the arena) log a failed
-  // destroy to the application's logger, not the default one.
-  LogScope log_scope(log_.get(), name_);
+  // Destroying an instance waits for its last launch and frees its memory,
+  // which a stream capture in progress may forbid: see Note [Owners
+  // destroyed inside a capture] (graph/internal/retired_owners.h).
   for (auto& m : instances_) {
-    DeviceGuard guard(m->device());
-    m.reset();
+    std::string_view why = RetiredOwners::Retire(std::make_unique<RetiredInstance>(std::move(m), log_, name_));
+    if (!why.empty()) {
+      log_->Info("release_deferred", {{"method", name_},
+                                      {"reason", why},
+                                      {"detail", "kept until an encore call made outside the capture"}});
+    }
   }
 }
 
@@ -100,6 +108,7 @@ void Method::NoteFirstRun() {
 }
 
 Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
+  RetiredOwners::Drain(stream);
   NoteFirstRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Run(inputs, outputs, stream);
@@ -107,12 +116,14 @@ Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef>
 
 Status Method::Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                           cudaStream_t stream) {
+  RetiredOwners::Drain(stream);
   NoteFirstRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Precapture(inputs, outputs, stream);
 }
 
 Status Method::Release() {
+  RetiredOwners::Drain();
   std::lock_guard<std::mutex> lock(mu_);
   return ReleaseInstances();
 }

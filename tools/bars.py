@@ -7,7 +7,9 @@
 With no PATH it also checks the house rules of tools/house_rules.py: the
 headers outside internal/ are exactly the public ones, no code or doc cites
 a run, an issue or a session, graph/'s packages include only downwards
-(GRAPH_LAYERS) and no type they share has over 12 data members. With
+(GRAPH_LAYERS), no type they share has over 12 data members, and every
+header's include guard is the one its path gives (python/'s are printed
+without failing). With
 --layers-report-only (or ENCORE_LAYERS_REPORT_ONLY=1) the last two are
 printed but do not fail.
 
@@ -384,12 +386,14 @@ def house_rules_problems(repo, layers_fail=True):
     headers = house_rules.header_problems(repo)
     citations = house_rules.citation_problems(repo)
     layers = house_rules.layer_problems(repo) + house_rules.shared_type_problems(repo)
-    for p in headers + citations + layers:
+    guards, guards_reported = house_rules.guard_problems(repo)
+    for p in headers + citations + layers + guards + guards_reported:
         print(p)
-    print("house: %d public headers, %d headers on the wrong side of internal/, %d citations, %d layer problems%s" %
+    print("house: %d public headers, %d headers on the wrong side of internal/, %d citations, %d layer problems%s, "
+          "%d stale include guards (and %d reported only)" %
           (len(house_rules.public_headers(repo)), len(headers), len(citations), len(layers),
-           "" if layers_fail else " (reported only)"), file=sys.stderr)
-    return headers + citations + (layers if layers_fail else [])
+           "" if layers_fail else " (reported only)", len(guards), len(guards_reported)), file=sys.stderr)
+    return headers + citations + (layers if layers_fail else []) + guards
 
 
 if __name__ == "__main__":

@@ -184,6 +184,38 @@ class HouseRulesTest(CommandLineTest):
                          ["lib/a.py:1: cites a run letter ('%s'): say why instead" % old])
 
 
+class GuardTest(CommandLineTest):
+    def guarded(self, name, body=""):
+        return "// SPDX-License-Identifier: Apache-2.0\n#ifndef %s\n#define %s\n%s\n#endif  // %s\n" % (
+            name, name, body, name)
+
+    def test_guards_follow_the_path_a_header_is_included_by(self):
+        self.assertEqual(house.guard_name("core/internal/log.h"), "ENCORE_CORE_INTERNAL_LOG_H_")
+        self.assertEqual(house.guard_name("graph/pad/internal/pad-rows.cuh"), "ENCORE_GRAPH_PAD_INTERNAL_PAD_ROWS_CUH_")
+        self.assertEqual(house.guard_name("interop/torch/torch.h"), "ENCORE_INTEROP_TORCH_H_")  # encore/interop/torch.h
+        self.write("core/internal/log.h", self.guarded("ENCORE_CORE_INTERNAL_LOG_H_"))
+        self.write("interop/torch/torch.h", self.guarded("ENCORE_INTEROP_TORCH_H_"))
+        self.write("third_party/x.h", "#pragma once\n")
+        self.write("core/log.cc", "int x;\n")
+        self.assertEqual(house.guard_problems(self.dir), ([], []))
+
+    def test_stale_and_missing_guards_fail_except_under_python(self):
+        self.write("core/internal/log.h", self.guarded("ENCORE_CORE_LOG_H_"))  # moved under internal/
+        self.write("core/a.h", "#pragma once\n")
+        end = self.guarded("ENCORE_CORE_B_H_").replace("#endif  // ENCORE_CORE_B_H_", "#endif  // ENCORE_CORE_C_H_")
+        self.write("core/b.h", end)
+        self.write("python/src/py.h", self.guarded("ENCORE_PYTHON_PY_H_"))
+        failing, reported = house.guard_problems(self.dir)
+        self.assertEqual(failing, [
+            "core/a.h:1: no include guard (#ifndef ENCORE_CORE_A_H_ / #define ENCORE_CORE_A_H_)",
+            "core/b.h:2: include guard ENCORE_CORE_B_H_, which should be ENCORE_CORE_B_H_ (tools/house_rules.py "
+            "guard_name)",
+            "core/internal/log.h:2: include guard ENCORE_CORE_LOG_H_, which should be ENCORE_CORE_INTERNAL_LOG_H_ "
+            "(tools/house_rules.py guard_name)"])
+        self.assertEqual(reported, ["python/src/py.h:2: include guard ENCORE_PYTHON_PY_H_, which should be "
+                                    "ENCORE_PYTHON_SRC_PY_H_ (tools/house_rules.py guard_name)"])
+
+
 def includes(*paths):
     return "".join('#include "encore/%s"\n' % p for p in paths)
 
@@ -270,8 +302,10 @@ class SharedTypeTest(CommandLineTest):
         for tool in ("bars.py", "house_rules.py"):
             with open(os.path.join(os.path.dirname(BARS), tool)) as src:
                 self.write("tools/" + tool, src.read())
-        self.write("graph/body/internal/a.h", includes("graph/capture/internal/b.h"))
-        self.write("graph/capture/internal/b.h", "")
+        self.write("graph/body/internal/a.h", includes("graph/capture/internal/b.h") +
+                   "#ifndef ENCORE_GRAPH_BODY_INTERNAL_A_H_\n#define ENCORE_GRAPH_BODY_INTERNAL_A_H_\n#endif\n")
+        self.write("graph/capture/internal/b.h",
+                   "#ifndef ENCORE_GRAPH_CAPTURE_INTERNAL_B_H_\n#define ENCORE_GRAPH_CAPTURE_INTERNAL_B_H_\n#endif\n")
         bars_copy = [sys.executable, os.path.join(self.dir, "tools/bars.py")]
         problem = ("graph/body/internal/a.h:1: body (layer 1) includes encore/graph/capture/internal/b.h of "
                    "capture (layer 8): a package includes only its own and lower layers")

@@ -19,6 +19,10 @@
 - Shared types: a struct or class of a private header under graph/**/internal/
   that another graph package includes has at most MAX_SHARED_FIELDS data
   members.
+- Include guards: every C++ header guards itself with the name of the path
+  it is included by (see guard_name); a header moved or renamed keeps no
+  stale guard. python/'s headers are reported without failing
+  (GUARD_REPORT_ONLY).
 """
 
 import importlib.util
@@ -62,7 +66,13 @@ ENTRY_HEADERS = ("encore/encore.h", "encore/version.h", "encore/interop/nccl/ncc
 SPECIAL_PATHS = {
     "encore/interop/torch.h": "interop/torch/torch.h",
     "encore/policy/nccl_consensus.h": "interop/nccl/legacy/encore/policy/nccl_consensus.h",
+    "encore/tools/arch_probe.h": "tools/testdata/arch_probe.h",
 }
+# Folders whose headers' guards are printed by the guard check but do not
+# fail it.
+GUARD_REPORT_ONLY = ("python/",)
+_GUARD = re.compile(r"^\s*#\s*ifndef\s+(\w+)\s*\n\s*#\s*define\s+(\w+)", re.M)
+_GUARD_END = re.compile(r"^\s*#\s*endif\s*//\s*(\w+)\s*\Z", re.M)
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _INCLUDE_LINE = re.compile(r'^\s*#\s*include\s*"(encore/[^"]+)"')
 
@@ -384,3 +394,43 @@ def shared_type_problems(repo):
                     out.append("%s:%d: type %s has %d data members (limit %d), shared with %s" % (
                         header, line, name, n, MAX_SHARED_FIELDS, ", ".join(sorted(sharers[header]))))
     return out
+
+
+def guard_name(rel):
+    """The include guard of header `rel` (a repository path): ENCORE_ and the
+    path it is included by, less `encore/` (SPECIAL_PATHS, else `rel`),
+    upper-cased, every other character than a letter or a digit an
+    underscore, and a trailing underscore. core/internal/log.h:
+    ENCORE_CORE_INTERNAL_LOG_H_."""
+    by_file = {f: inc[len("encore/"):] for inc, f in SPECIAL_PATHS.items()}
+    return "ENCORE_" + re.sub(r"[^A-Za-z0-9]", "_", by_file.get(rel, rel)).upper() + "_"
+
+
+def headers_in(repo):
+    """Every C++ header of the repository (third_party/ and build outputs
+    left out), as sorted repository paths."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(repo):
+        dirnames[:] = sorted(n for n in dirnames if not _skipped(n))
+        found += [os.path.relpath(os.path.join(dirpath, f), repo).replace(os.sep, "/") for f in filenames
+                  if f.endswith(HEADER_SUFFIXES)]
+    return sorted(found)
+
+
+def guard_problems(repo):
+    """(failing, reported only): one line per header whose #ifndef, #define
+    or closing `#endif  // NAME` is not guard_name's."""
+    failing, reported = [], []
+    for rel in headers_in(repo):
+        with open(os.path.join(repo, rel), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        want, m, end = guard_name(rel), _GUARD.search(text), _GUARD_END.search(text.rstrip() + "\n")
+        if m is None:
+            line = "%s:1: no include guard (#ifndef %s / #define %s)" % (rel, want, want)
+        elif m.group(1) != want or m.group(2) != want or (end is not None and end.group(1) != want):
+            line = "%s:%d: include guard %s, which should be %s (tools/house_rules.py guard_name)" % (
+                rel, text[:m.start(1)].count("\n") + 1, m.group(1), want)
+        else:
+            continue
+        (reported if rel.startswith(GUARD_REPORT_ONLY) else failing).append(line)
+    return failing, reported

@@ -17,9 +17,10 @@
 // share memory. That is safe because the method never lets two of its graphs
 // run at once: calls of a method are serialized by its mutex, and a launch on
 // a stream other than the previous launch's first waits for that launch (see
-// Method::JoinLastLaunch). Replays allocate nothing, so memory cannot grow.
-#ifndef ENCORE_ALLOCATOR_GRAPH_ARENA_H_
-#define ENCORE_ALLOCATOR_GRAPH_ARENA_H_
+// LastLaunch::Join, graph/store/internal/last_launch.h). Replays allocate
+// nothing, so memory cannot grow.
+#ifndef ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_
+#define ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_
 
 #include <cuda_runtime_api.h>
 
@@ -103,4 +104,4 @@ class GraphArena {
 
 }  // namespace encore
 
-#endif  // ENCORE_ALLOCATOR_GRAPH_ARENA_H_
+#endif  // ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_

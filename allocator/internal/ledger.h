@@ -4,8 +4,8 @@
 // committed (the method's, shared by its graphs). A failed capture takes back
 // exactly its own pending blocks, once, so nothing that was never allocated is
 // freed and nothing is freed twice. Pure bookkeeping, no CUDA.
-#ifndef ENCORE_ALLOCATOR_LEDGER_H_
-#define ENCORE_ALLOCATOR_LEDGER_H_
+#ifndef ENCORE_ALLOCATOR_INTERNAL_LEDGER_H_
+#define ENCORE_ALLOCATOR_INTERNAL_LEDGER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -53,4 +53,4 @@ class AllocationLedger {
 
 }  // namespace encore
 
-#endif  // ENCORE_ALLOCATOR_LEDGER_H_
+#endif  // ENCORE_ALLOCATOR_INTERNAL_LEDGER_H_

@@ -4,8 +4,8 @@
 // growth before it begins (so two methods capturing at once cannot both
 // pass) and settle to what their arenas really hold after it. Pure
 // bookkeeping, no CUDA; thread-safe.
-#ifndef ENCORE_ALLOCATOR_MEMORY_BUDGET_H_
-#define ENCORE_ALLOCATOR_MEMORY_BUDGET_H_
+#ifndef ENCORE_ALLOCATOR_INTERNAL_MEMORY_BUDGET_H_
+#define ENCORE_ALLOCATOR_INTERNAL_MEMORY_BUDGET_H_
 
 #include <atomic>
 #include <cstddef>
@@ -49,4 +49,4 @@ class MemoryBudget {
 
 }  // namespace encore
 
-#endif  // ENCORE_ALLOCATOR_MEMORY_BUDGET_H_
+#endif  // ENCORE_ALLOCATOR_INTERNAL_MEMORY_BUDGET_H_

@@ -8,8 +8,8 @@
 // error the test chooses, so failure paths that real hardware reaches only by
 // bad luck (an instantiate that runs out of memory, a launch that fails) run
 // on every test run.
-#ifndef ENCORE_CORE_CUDA_API_H_
-#define ENCORE_CORE_CUDA_API_H_
+#ifndef ENCORE_CORE_INTERNAL_CUDA_API_H_
+#define ENCORE_CORE_INTERNAL_CUDA_API_H_
 
 #include <cuda.h>  // driver types only; no libcuda link (see below)
 #include <cuda_runtime_api.h>
@@ -112,7 +112,9 @@
     (cudaStream_t, cudaGraphNode_t*, size_t, unsigned int))                                  \
   X(StreamBeginCaptureToGraph, encore_cudaStreamBeginCaptureToGraph,                         \
     (cudaStream_t, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaStreamCaptureMode))      \
-  X(DriverGraphNodeGetParams, encore_cuGraphNodeGetParams, (cudaGraphNode_t, CUgraphNodeParams*))
+  X(DriverGraphNodeGetParams, encore_cuGraphNodeGetParams, (cudaGraphNode_t, CUgraphNodeParams*))     \
+  X(GetDriverEntryPoint, encore_cudaGetDriverEntryPoint,                                     \
+    (const char*, void**, unsigned int, cudaDriverEntryPointQueryResult*))
 
 // Driver calls that direct binding needs (CUDA 12.4+ drivers), reached
 // through the runtime's driver entry points so that nothing links libcuda (a
@@ -237,4 +239,4 @@ class CudaFaultInjector {
       return ::encore::CudaResult(encore_cuda_err_, ::encore::CudaCall::k##Name);                      \
   } while (0)
 
-#endif  // ENCORE_CORE_CUDA_API_H_
+#endif  // ENCORE_CORE_INTERNAL_CUDA_API_H_

@@ -2,8 +2,8 @@
 // Owners of raw CUDA memory: DeviceMemory (cudaMalloc / cudaFree) and
 // PinnedHostMemory (cudaHostAlloc / cudaFreeHost), both CudaHandles, both
 // through the fault table.
-#ifndef ENCORE_CORE_DEVICE_MEMORY_H_
-#define ENCORE_CORE_DEVICE_MEMORY_H_
+#ifndef ENCORE_CORE_INTERNAL_DEVICE_MEMORY_H_
+#define ENCORE_CORE_INTERNAL_DEVICE_MEMORY_H_
 
 #include <cuda_runtime_api.h>
 
@@ -49,4 +49,4 @@ class PinnedHostMemory : public CudaHandle<internal::PinnedHostMemoryTraits> {
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_DEVICE_MEMORY_H_
+#endif  // ENCORE_CORE_INTERNAL_DEVICE_MEMORY_H_

@@ -5,8 +5,8 @@
 // first, or the re-run draws other numbers than the launch it checks. Shims
 // announce such state on each launch; the manager records what a capture's
 // body announced (one thread-local load per launch when nobody records).
-#ifndef ENCORE_CORE_DEVICE_STATE_H_
-#define ENCORE_CORE_DEVICE_STATE_H_
+#ifndef ENCORE_CORE_INTERNAL_DEVICE_STATE_H_
+#define ENCORE_CORE_INTERNAL_DEVICE_STATE_H_
 
 #include <cstddef>
 #include <string>
@@ -38,4 +38,4 @@ class ScopedDeviceStateRecorder {
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_DEVICE_STATE_H_
+#endif  // ENCORE_CORE_INTERNAL_DEVICE_STATE_H_

@@ -11,8 +11,8 @@
 // the log of the innermost LogScope on this thread. Method and MethodInstance
 // open one wherever their owners can be destroyed, so those lines reach the
 // application's logger too.
-#ifndef ENCORE_CORE_LOG_H_
-#define ENCORE_CORE_LOG_H_
+#ifndef ENCORE_CORE_INTERNAL_LOG_H_
+#define ENCORE_CORE_INTERNAL_LOG_H_
 
 #include <spdlog/spdlog.h>
 
@@ -140,4 +140,4 @@ std::string_view ScopedMethod() noexcept;
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_LOG_H_
+#endif  // ENCORE_CORE_INTERNAL_LOG_H_

@@ -9,8 +9,8 @@
 // (nvtxDomainRegisterStringA) only when the domain exists, and a scope on
 // the replay path then costs one load and a branch, formatting nothing.
 // This header does not include NVTX (nvtx.cc does).
-#ifndef ENCORE_CORE_NVTX_H_
-#define ENCORE_CORE_NVTX_H_
+#ifndef ENCORE_CORE_INTERNAL_NVTX_H_
+#define ENCORE_CORE_INTERNAL_NVTX_H_
 
 #include <array>
 #include <string>
@@ -81,4 +81,4 @@ void* NvtxDomain() noexcept;
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_NVTX_H_
+#endif  // ENCORE_CORE_INTERNAL_NVTX_H_

@@ -4,8 +4,8 @@
 // before. A server refusing 10,000 calls a second logs one line a second, and
 // the count. Pure logic: the caller passes the time, so tests inject a clock.
 // Not thread-safe (MethodInstance calls it under its mutex).
-#ifndef ENCORE_CORE_RATE_LIMITER_H_
-#define ENCORE_CORE_RATE_LIMITER_H_
+#ifndef ENCORE_CORE_INTERNAL_RATE_LIMITER_H_
+#define ENCORE_CORE_INTERNAL_RATE_LIMITER_H_
 
 #include <chrono>
 #include <cstdint>
@@ -54,4 +54,4 @@ class RateLimiter {
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_RATE_LIMITER_H_
+#endif  // ENCORE_CORE_INTERNAL_RATE_LIMITER_H_

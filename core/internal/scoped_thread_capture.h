@@ -7,8 +7,8 @@
 // of an uncaptured stream returned cudaErrorStreamCaptureUnsupported). Whoever
 // begins a capture (the manager) holds one of these until the capture ends,
 // so a readback shim refuses instead of breaking the capture.
-#ifndef ENCORE_CORE_SCOPED_THREAD_CAPTURE_H_
-#define ENCORE_CORE_SCOPED_THREAD_CAPTURE_H_
+#ifndef ENCORE_CORE_INTERNAL_SCOPED_THREAD_CAPTURE_H_
+#define ENCORE_CORE_INTERNAL_SCOPED_THREAD_CAPTURE_H_
 
 namespace encore {
 
@@ -25,4 +25,4 @@ class ScopedThreadCapture {
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_SCOPED_THREAD_CAPTURE_H_
+#endif  // ENCORE_CORE_INTERNAL_SCOPED_THREAD_CAPTURE_H_

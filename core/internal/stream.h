@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Stream and Event owners (move-only RAII).
-#ifndef ENCORE_CORE_STREAM_H_
-#define ENCORE_CORE_STREAM_H_
+#ifndef ENCORE_CORE_INTERNAL_STREAM_H_
+#define ENCORE_CORE_INTERNAL_STREAM_H_
 
 #include <cuda_runtime_api.h>
 
@@ -42,4 +42,4 @@ class Event : public CudaHandle<internal::EventTraits> {
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_STREAM_H_
+#endif  // ENCORE_CORE_INTERNAL_STREAM_H_

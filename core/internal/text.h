@@ -2,8 +2,8 @@
 // The one string escape and the one hash encore uses: JSON string escaping
 // (logs, reports, benchmarks' results) and 64-bit FNV-1a (vote tags, dump
 // file names, the keys of caller address sets). No CUDA, no spdlog.
-#ifndef ENCORE_CORE_TEXT_H_
-#define ENCORE_CORE_TEXT_H_
+#ifndef ENCORE_CORE_INTERNAL_TEXT_H_
+#define ENCORE_CORE_INTERNAL_TEXT_H_
 
 #include <cstdint>
 #include <string>
@@ -31,4 +31,4 @@ constexpr uint64_t Fnv1aWord(uint64_t h, uint64_t word) { return (h ^ word) * kF
 
 }  // namespace encore
 
-#endif  // ENCORE_CORE_TEXT_H_
+#endif  // ENCORE_CORE_INTERNAL_TEXT_H_

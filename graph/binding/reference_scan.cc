@@ -26,6 +26,17 @@ cudaError_t ParamInfo(const CUDA_KERNEL_NODE_PARAMS& p, size_t i, size_t* offset
                            : cuda().DriverKernelGetParamInfo(p.kern, i, offset, size);
 }
 
+// Note [A kernel's parameter count]
+// A driver of CUDA 13.2 or newer says how many parameters a function takes
+// (cuFuncGetParamCount, cuKernelGetParamCount), and the layout is read with
+// one cuFuncGetParamInfo per parameter, none failing. Older drivers have no
+// such query (core/internal/driver_entry.h: the count call is not even asked
+// for), and the only answer they give is cuFuncGetParamInfo failing with an
+// invalid value one past the last parameter: that read, asked twice, is two
+// API errors under compute-sanitizer per kernel function per process
+// (docs/limitations.md), where the scan is the only way to bind a graph to
+// the caller's buffers.
+
 // The function's parameter count from the driver, where it can say.
 bool ParamCount(const CUDA_KERNEL_NODE_PARAMS& p, size_t* count) {
   const cudaError_t err = p.func != nullptr ? cuda().DriverFuncGetParamCount(p.func, count)

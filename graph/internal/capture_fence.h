@@ -40,6 +40,10 @@ class CaptureTicket {
   bool locks_;  // this ticket holds the fence's shared lock
 };
 
+// Whether an encore capture is in flight: this thread holds a ticket, or
+// another thread does (or a device-wide sync is running), without waiting.
+[[nodiscard]] bool EncoreCaptureInFlight();
+
 // Waits up to `patience` until no encore capture is in flight on any thread,
 // then cudaDeviceSynchronize while new captures wait. Returns false, having
 // synced nothing, when a capture was still in flight after `patience`, or at

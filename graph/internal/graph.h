@@ -2,8 +2,8 @@
 // Graph and GraphExec: move-only owners of a CUDA graph and of its executable.
 // Both are CudaHandles: destructors never throw, and a refused destroy is
 // logged at error. GraphNodes lists a graph's top-level nodes.
-#ifndef ENCORE_GRAPH_GRAPH_H_
-#define ENCORE_GRAPH_GRAPH_H_
+#ifndef ENCORE_GRAPH_INTERNAL_GRAPH_H_
+#define ENCORE_GRAPH_INTERNAL_GRAPH_H_
 
 #include <cuda_runtime_api.h>
 
@@ -57,4 +57,4 @@ class GraphExec : public CudaHandle<internal::GraphExecTraits> {
 
 }  // namespace encore
 
-#endif  // ENCORE_GRAPH_GRAPH_H_
+#endif  // ENCORE_GRAPH_INTERNAL_GRAPH_H_

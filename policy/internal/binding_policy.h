@@ -3,8 +3,8 @@
 // staged, and why. Pure logic, no CUDA: graph/ fills BindingFacts from the
 // captured graph and reports the choice (MethodReport::binding,
 // binding_reason; event=binding).
-#ifndef ENCORE_POLICY_BINDING_POLICY_H_
-#define ENCORE_POLICY_BINDING_POLICY_H_
+#ifndef ENCORE_POLICY_INTERNAL_BINDING_POLICY_H_
+#define ENCORE_POLICY_INTERNAL_BINDING_POLICY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -79,4 +79,4 @@ BindingChoice ChooseBinding(Binding requested, const BindingFacts& facts);
 
 }  // namespace encore
 
-#endif  // ENCORE_POLICY_BINDING_POLICY_H_
+#endif  // ENCORE_POLICY_INTERNAL_BINDING_POLICY_H_

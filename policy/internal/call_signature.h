@@ -3,8 +3,8 @@
 // dtype, sizes, strides), and the replay guard that compares a call with it.
 // Pure logic, no CUDA; the comparison allocates nothing when the call matches,
 // since it runs before every replay.
-#ifndef ENCORE_POLICY_CALL_SIGNATURE_H_
-#define ENCORE_POLICY_CALL_SIGNATURE_H_
+#ifndef ENCORE_POLICY_INTERNAL_CALL_SIGNATURE_H_
+#define ENCORE_POLICY_INTERNAL_CALL_SIGNATURE_H_
 
 #include <span>
 #include <string>
@@ -62,4 +62,4 @@ std::string RefusalRemedy(std::string_view method);
 
 }  // namespace encore
 
-#endif  // ENCORE_POLICY_CALL_SIGNATURE_H_
+#endif  // ENCORE_POLICY_INTERNAL_CALL_SIGNATURE_H_

@@ -2,8 +2,8 @@
 // The decisions a method makes on each call (warm up, capture, replay, run
 // eagerly, recapture or refuse) and the classification of capture failures.
 // Pure logic, no CUDA, so every branch is tested on CPU machines.
-#ifndef ENCORE_POLICY_CAPTURE_POLICY_H_
-#define ENCORE_POLICY_CAPTURE_POLICY_H_
+#ifndef ENCORE_POLICY_INTERNAL_CAPTURE_POLICY_H_
+#define ENCORE_POLICY_INTERNAL_CAPTURE_POLICY_H_
 
 #include <string>
 #include <string_view>
@@ -66,4 +66,4 @@ CaptureFailure ClassifyCaptureFailure(CaptureStep step, const Status& status, bo
 
 }  // namespace encore
 
-#endif  // ENCORE_POLICY_CAPTURE_POLICY_H_
+#endif  // ENCORE_POLICY_INTERNAL_CAPTURE_POLICY_H_

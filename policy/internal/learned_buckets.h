@@ -5,8 +5,8 @@
 // and a learner that reviews that choice on a schedule that slows down, so a
 // shifting workload is followed without recapturing on every call. Pure
 // logic, no CUDA.
-#ifndef ENCORE_POLICY_LEARNED_BUCKETS_H_
-#define ENCORE_POLICY_LEARNED_BUCKETS_H_
+#ifndef ENCORE_POLICY_INTERNAL_LEARNED_BUCKETS_H_
+#define ENCORE_POLICY_INTERNAL_LEARNED_BUCKETS_H_
 
 #include <cstdint>
 #include <map>
@@ -99,4 +99,4 @@ class BucketLearner {
 
 }  // namespace encore
 
-#endif  // ENCORE_POLICY_LEARNED_BUCKETS_H_
+#endif  // ENCORE_POLICY_INTERNAL_LEARNED_BUCKETS_H_

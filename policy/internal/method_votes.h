@@ -4,8 +4,8 @@
 // collective. A vote that fails (timed out, paired with another decision's,
 // NCCL failed) counts as a "no" and leaves failure() set for good: the ranks
 // are out of step. Internal; the method's owner serializes calls.
-#ifndef ENCORE_POLICY_METHOD_VOTES_H_
-#define ENCORE_POLICY_METHOD_VOTES_H_
+#ifndef ENCORE_POLICY_INTERNAL_METHOD_VOTES_H_
+#define ENCORE_POLICY_INTERNAL_METHOD_VOTES_H_
 
 #include <memory>
 #include <string>
@@ -56,4 +56,4 @@ class MethodVotes {
 
 }  // namespace encore
 
-#endif  // ENCORE_POLICY_METHOD_VOTES_H_
+#endif  // ENCORE_POLICY_INTERNAL_METHOD_VOTES_H_

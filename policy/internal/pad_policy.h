@@ -2,8 +2,8 @@
 // Padding to buckets (ShapePolicy::kPad): the batch of a call, the bucket
 // it runs in, and the call's tensors seen at the bucket's batch. Dim 0 of
 // every input and output is the batch. Pure logic, no CUDA.
-#ifndef ENCORE_POLICY_PAD_POLICY_H_
-#define ENCORE_POLICY_PAD_POLICY_H_
+#ifndef ENCORE_POLICY_INTERNAL_PAD_POLICY_H_
+#define ENCORE_POLICY_INTERNAL_PAD_POLICY_H_
 
 #include <cstdint>
 #include <span>
@@ -39,4 +39,4 @@ void PaddedViews(std::span<const TensorRef> tensors, int64_t rows, std::vector<T
 
 }  // namespace encore
 
-#endif  // ENCORE_POLICY_PAD_POLICY_H_
+#endif  // ENCORE_POLICY_INTERNAL_PAD_POLICY_H_

@@ -2,8 +2,8 @@
 // Launchers for the shims' kernels. Internal: the public entry points
 // (read_scalar.h, masked_copy.h, philox.h) validate arguments and call these.
 // Each returns the launch's error; none synchronizes, so all are capturable.
-#ifndef ENCORE_SHIMS_KERNELS_H_
-#define ENCORE_SHIMS_KERNELS_H_
+#ifndef ENCORE_SHIMS_INTERNAL_KERNELS_H_
+#define ENCORE_SHIMS_INTERNAL_KERNELS_H_
 
 #include <cuda_runtime_api.h>
 
@@ -37,4 +37,4 @@ cudaError_t LaunchPhiloxNormal(PhiloxState* state, float* out, int64_t n, cudaSt
 
 }  // namespace encore::shims::internal
 
-#endif  // ENCORE_SHIMS_KERNELS_H_
+#endif  // ENCORE_SHIMS_INTERNAL_KERNELS_H_

@@ -10,8 +10,8 @@
 // offset `offset` comes from word i % 4 of the block for counter
 // offset + i / 4, the counter's 64 bits in words 0 (low) and 1 (high), words 2
 // and 3 zero. A draw of n elements moves the offset on by ceil(n / 4).
-#ifndef ENCORE_SHIMS_PHILOX_REFERENCE_H_
-#define ENCORE_SHIMS_PHILOX_REFERENCE_H_
+#ifndef ENCORE_SHIMS_INTERNAL_PHILOX_REFERENCE_H_
+#define ENCORE_SHIMS_INTERNAL_PHILOX_REFERENCE_H_
 
 #include <cmath>
 #include <cstdint>
@@ -135,4 +135,4 @@ inline std::vector<float> PhiloxNormalReference(uint64_t seed, uint64_t offset, 
 
 }  // namespace encore::shims
 
-#endif  // ENCORE_SHIMS_PHILOX_REFERENCE_H_
+#endif  // ENCORE_SHIMS_INTERNAL_PHILOX_REFERENCE_H_

@@ -2,8 +2,8 @@
 // What the shims that move a value between device and host share: the
 // refusal inside a stream capture, the device-pointer check, and the copy
 // through a small pinned buffer followed by a stream sync.
-#ifndef ENCORE_SHIMS_READBACK_H_
-#define ENCORE_SHIMS_READBACK_H_
+#ifndef ENCORE_SHIMS_INTERNAL_READBACK_H_
+#define ENCORE_SHIMS_INTERNAL_READBACK_H_
 
 #include <cuda_runtime_api.h>
 
@@ -38,4 +38,4 @@ Status WriteAndSync(void* device, const void* host, size_t bytes, cudaStream_t s
 
 }  // namespace encore::shims::internal
 
-#endif  // ENCORE_SHIMS_READBACK_H_
+#endif  // ENCORE_SHIMS_INTERNAL_READBACK_H_

@@ -9,12 +9,14 @@ set(ENCORE_CPU_TESTS
   core/cuda_error_test
   core/cuda_handle_test
   core/cuda_version_test
+  core/driver_entry_test
   core/log_test
   core/nvtx_test
   core/rate_limiter_test
   core/status_test
   core/tensor_test
   graph/binding/direct_form_test
+  graph/binding/reference_scan_test
   graph/binding/variant_cache_test
   graph/body/method_body_test
   graph/capture_fence_test
@@ -24,6 +26,7 @@ set(ENCORE_CPU_TESTS
   graph/control/control_args_test
   graph/manager_test
   graph/method_report_test
+  graph/retired_owners_test
   graph/verify/block_map_test
   graph/verify/checksum_hash_test
   graph/verify/output_compare_test

@@ -111,8 +111,9 @@ class ReferenceScan {
 
 // A kernel function's parameter layout (offset, size of each), read from
 // the driver once per function and kept: reading it asks the driver once
-// per parameter, and, where the driver has no parameter-count query, once
-// more past the last, which fails by design.
+// per parameter, and, where the driver has no parameter-count query (before
+// CUDA 13.2), past the last, which fails by design (Note [A kernel's
+// parameter count] in reference_scan.cc).
 struct ParamLayout {
   std::vector<size_t> offsets;
   std::vector<size_t> sizes;

@@ -4,8 +4,8 @@
 // flags for bodies to count in and loop on, and Capture(), which captures
 // the stream with encore's StreamCapture, lets the test add conditionals and
 // instantiates the graph with GraphExec.
-#ifndef ENCORE_GRAPH_CONTROL_CONTROL_GPU_FIXTURE_H_
-#define ENCORE_GRAPH_CONTROL_CONTROL_GPU_FIXTURE_H_
+#ifndef ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_GPU_FIXTURE_H_
+#define ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_GPU_FIXTURE_H_
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -142,4 +142,4 @@ class ControlGpuTest : public GpuStreamTest {
 
 }  // namespace encore::testing
 
-#endif  // ENCORE_GRAPH_CONTROL_CONTROL_GPU_FIXTURE_H_
+#endif  // ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_GPU_FIXTURE_H_

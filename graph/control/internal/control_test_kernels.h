@@ -2,8 +2,8 @@
 // Kernels the graph/control GPU tests build loop bodies from: a countdown
 // that keeps a device flag equal to "iterations left > 0", and a flag set.
 // Each returns the launch's error (cudaGetLastError).
-#ifndef ENCORE_GRAPH_CONTROL_CONTROL_TEST_KERNELS_H_
-#define ENCORE_GRAPH_CONTROL_CONTROL_TEST_KERNELS_H_
+#ifndef ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_TEST_KERNELS_H_
+#define ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_TEST_KERNELS_H_
 
 #include <cuda_runtime_api.h>
 
@@ -20,4 +20,4 @@ cudaError_t LaunchCount(int* counter, cudaStream_t s);
 
 }  // namespace encore::testing
 
-#endif  // ENCORE_GRAPH_CONTROL_CONTROL_TEST_KERNELS_H_
+#endif  // ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_TEST_KERNELS_H_

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // How a PyTorch exception becomes an encore Status (internal to
 // interop/torch: Scope::FromException and AotiMethod use it).
-#ifndef ENCORE_INTEROP_TORCH_TORCH_STATUS_H_
-#define ENCORE_INTEROP_TORCH_TORCH_STATUS_H_
+#ifndef ENCORE_INTEROP_TORCH_INTERNAL_TORCH_STATUS_H_
+#define ENCORE_INTEROP_TORCH_INTERNAL_TORCH_STATUS_H_
 
 #include <cuda_runtime_api.h>
 
@@ -21,4 +21,4 @@ Status StatusFromException(std::exception_ptr e, bool capturing, cudaStream_t st
 
 }  // namespace encore::torch::internal
 
-#endif  // ENCORE_INTEROP_TORCH_TORCH_STATUS_H_
+#endif  // ENCORE_INTEROP_TORCH_INTERNAL_TORCH_STATUS_H_

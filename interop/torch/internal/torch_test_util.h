@@ -2,8 +2,8 @@
 // What the adapter's GPU tests share: a manager on a PyTorch stream, the
 // 2-layer MLP body, views, the allocator's statistics, and tensors filled
 // between replays to catch a graph writing memory it does not own.
-#ifndef ENCORE_INTEROP_TORCH_TORCH_TEST_UTIL_H_
-#define ENCORE_INTEROP_TORCH_TORCH_TEST_UTIL_H_
+#ifndef ENCORE_INTEROP_TORCH_INTERNAL_TORCH_TEST_UTIL_H_
+#define ENCORE_INTEROP_TORCH_INTERNAL_TORCH_TEST_UTIL_H_
 
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -135,4 +135,4 @@ class Fills {
 
 }  // namespace encore::torch::testing
 
-#endif  // ENCORE_INTEROP_TORCH_TORCH_TEST_UTIL_H_
+#endif  // ENCORE_INTEROP_TORCH_INTERNAL_TORCH_TEST_UTIL_H_
