@@ -21,8 +21,7 @@
   members.
 - Include guards: every C++ header guards itself with the name of the path
   it is included by (see guard_name); a header moved or renamed keeps no
-  stale guard. python/'s headers are reported without failing
-  (GUARD_REPORT_ONLY).
+  stale guard.
 """
 
 import importlib.util
@@ -69,8 +68,8 @@ SPECIAL_PATHS = {
     "encore/tools/arch_probe.h": "tools/testdata/arch_probe.h",
 }
 # Folders whose headers' guards are printed by the guard check but do not
-# fail it.
-GUARD_REPORT_ONLY = ("python/",)
+# fail it (none: every header's guard is checked).
+GUARD_REPORT_ONLY = ()
 _GUARD = re.compile(r"^\s*#\s*ifndef\s+(\w+)\s*\n\s*#\s*define\s+(\w+)", re.M)
 _GUARD_END = re.compile(r"^\s*#\s*endif\s*//\s*(\w+)\s*\Z", re.M)
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a Python method body sees of encore's Call: valid only while the body
 // runs (a PyCall kept past it answers every question with an error).
-#ifndef ENCORE_PYTHON_PY_CALL_H_
-#define ENCORE_PYTHON_PY_CALL_H_
+#ifndef ENCORE_PYTHON_SRC_PY_CALL_H_
+#define ENCORE_PYTHON_SRC_PY_CALL_H_
 
 #include <nanobind/nanobind.h>
 
@@ -50,4 +50,4 @@ void BindCall(nanobind::module_& m);
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_CALL_H_
+#endif  // ENCORE_PYTHON_SRC_PY_CALL_H_

@@ -25,8 +25,8 @@
 // layer reads the constants again (python/encore/_constants.py): equal
 // entries (the same address handed back by PyTorch's allocator) refresh
 // the watch, moved ones release or rebind the graphs.
-#ifndef ENCORE_PYTHON_PY_CONSTANT_WATCH_H_
-#define ENCORE_PYTHON_PY_CONSTANT_WATCH_H_
+#ifndef ENCORE_PYTHON_SRC_PY_CONSTANT_WATCH_H_
+#define ENCORE_PYTHON_SRC_PY_CONSTANT_WATCH_H_
 
 #include <nanobind/nanobind.h>
 
@@ -80,4 +80,4 @@ void BindConstantWatch(nanobind::module_& m);
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_CONSTANT_WATCH_H_
+#endif  // ENCORE_PYTHON_SRC_PY_CONSTANT_WATCH_H_

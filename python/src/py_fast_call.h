@@ -6,8 +6,8 @@
 // that may have moved, a call of the method in flight) is a miss, and the
 // Python layer's general path (python/encore/_method.py) runs the call, so
 // this path never decides anything that path would decide differently.
-#ifndef ENCORE_PYTHON_PY_FAST_CALL_H_
-#define ENCORE_PYTHON_PY_FAST_CALL_H_
+#ifndef ENCORE_PYTHON_SRC_PY_FAST_CALL_H_
+#define ENCORE_PYTHON_SRC_PY_FAST_CALL_H_
 
 #include <nanobind/nanobind.h>
 
@@ -72,4 +72,4 @@ void BindFastCall(nanobind::module_& m);
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_FAST_CALL_H_
+#endif  // ENCORE_PYTHON_SRC_PY_FAST_CALL_H_

@@ -2,8 +2,8 @@
 // encore's events on Python's `logging`: an spdlog logger whose one sink
 // hands each line to a Python callable (python/encore/_log.py forwards it to
 // the logger "encore" at the mapped level).
-#ifndef ENCORE_PYTHON_PY_LOG_H_
-#define ENCORE_PYTHON_PY_LOG_H_
+#ifndef ENCORE_PYTHON_SRC_PY_LOG_H_
+#define ENCORE_PYTHON_SRC_PY_LOG_H_
 
 #include <nanobind/nanobind.h>
 
@@ -22,4 +22,4 @@ std::shared_ptr<spdlog::logger> PythonLogger(nanobind::object emit, int level);
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_LOG_H_
+#endif  // ENCORE_PYTHON_SRC_PY_LOG_H_

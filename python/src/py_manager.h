@@ -2,8 +2,8 @@
 // encore's Manager for Python: made with a flags text, a graph-memory budget
 // and, unless the environment asks for encore's own log format, a logger
 // that forwards to Python's `logging`.
-#ifndef ENCORE_PYTHON_PY_MANAGER_H_
-#define ENCORE_PYTHON_PY_MANAGER_H_
+#ifndef ENCORE_PYTHON_SRC_PY_MANAGER_H_
+#define ENCORE_PYTHON_SRC_PY_MANAGER_H_
 
 #include <nanobind/nanobind.h>
 
@@ -39,4 +39,4 @@ void BindManager(nanobind::module_& m);
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_MANAGER_H_
+#endif  // ENCORE_PYTHON_SRC_PY_MANAGER_H_

@@ -2,8 +2,8 @@
 // A registered method as Python sees it: run with PyTorch tensors and a raw
 // stream, release, synchronize, report. The Python layer
 // (python/encore/_method.py) flattens arguments and results around it.
-#ifndef ENCORE_PYTHON_PY_METHOD_H_
-#define ENCORE_PYTHON_PY_METHOD_H_
+#ifndef ENCORE_PYTHON_SRC_PY_METHOD_H_
+#define ENCORE_PYTHON_SRC_PY_METHOD_H_
 
 #include <nanobind/nanobind.h>
 
@@ -74,4 +74,4 @@ void BindMethod(nanobind::module_& m);
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_METHOD_H_
+#endif  // ENCORE_PYTHON_SRC_PY_METHOD_H_

@@ -5,8 +5,8 @@
 // (python/encore/_errors.py re-exports them): encore.Error (a RuntimeError)
 // with `code`, the StatusCode's name, and a subclass per code that Python
 // code catches by name; InvalidArgumentError is also a ValueError.
-#ifndef ENCORE_PYTHON_PY_STATUS_H_
-#define ENCORE_PYTHON_PY_STATUS_H_
+#ifndef ENCORE_PYTHON_SRC_PY_STATUS_H_
+#define ENCORE_PYTHON_SRC_PY_STATUS_H_
 
 #include <nanobind/nanobind.h>
 
@@ -45,4 +45,4 @@ void BindErrors(nanobind::module_& m);
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_STATUS_H_
+#endif  // ENCORE_PYTHON_SRC_PY_STATUS_H_

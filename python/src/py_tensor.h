@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // PyTorch tensors as encore's TensorRef, through PyTorch's Python API only
 // (data_ptr, shape, stride, dtype), so the module links no libtorch.
-#ifndef ENCORE_PYTHON_PY_TENSOR_H_
-#define ENCORE_PYTHON_PY_TENSOR_H_
+#ifndef ENCORE_PYTHON_SRC_PY_TENSOR_H_
+#define ENCORE_PYTHON_SRC_PY_TENSOR_H_
 
 #include <nanobind/nanobind.h>
 
@@ -36,4 +36,4 @@ Status ToTensorRefs(nanobind::handle tensors, const std::string& method, const c
 
 }  // namespace encore::python
 
-#endif  // ENCORE_PYTHON_PY_TENSOR_H_
+#endif  // ENCORE_PYTHON_SRC_PY_TENSOR_H_
