@@ -29,7 +29,7 @@ class ConstantList:
 
     def read(self):
         torch = self._torch
-        entries, tensors, names, dicts = [], [], set(), []
+        entries, tensors, names, dicts, meta = [], [], set(), [], []
 
         def add(name, t, read_only):
             if not isinstance(t, torch.Tensor):
@@ -41,6 +41,7 @@ class ConstantList:
                 name, n = f"{base}#{n}", n + 1
             names.add(name)
             entries.append((name, t.data_ptr(), tensor_span_bytes(t), read_only))
+            meta.append((tuple(t.shape), t.stride(), t.dtype, t.device))
             tensors.append(t)
 
         for i, item in enumerate(self._items):
@@ -58,6 +59,7 @@ class ConstantList:
                     add(str(name), t, False)
                 dicts.append(item)
         self.entries = entries
+        self.meta = meta  # per entry: shape, strides, dtype, device (a rebind keeps them)
         self.tensors = tensors
         self.requires_grad = any(t.requires_grad for t in tensors)
         self.watch.set(dicts, tensors)

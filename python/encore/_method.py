@@ -245,12 +245,23 @@ class Method:
         return self._fn(*args, **kwargs)
 
     def _constants_moved(self) -> None:
-        old = self._consts.entries
+        """The constants read again after the watch saw a change: the same
+        ones in new storage of the same shape, dtype and strides are rebound
+        (the graphs' references rewritten, no warmup, no capture, where the
+        graphs are bound directly; C++ recaptures the rest); anything else
+        (a constant added, removed, resized, recast) drops the graphs."""
+        old, old_meta = self._consts.entries, self._consts.meta
         new = self._consts.read()
         if new == old:
             return
         moved = [e[0] for e, n in zip(old, new) if e != n] or [e[0] for e in new[len(old):]] or ["(removed)"]
-        logger.info("event=constants_moved method=%s constants=%s", self.name, ",".join(moved[:8]))
+        same = (len(new) == len(old) and old_meta == self._consts.meta
+                and all(o[0] == n[0] and o[2:] == n[2:] for o, n in zip(old, new)))
+        logger.info("event=constants_moved method=%s constants=%s action=%s", self.name, ",".join(moved[:8]),
+                    "rebind" if same else "release")
+        if same:
+            self._cm.rebind_constants([n for o, n in zip(old, new) if o != n])
+            return
         self._cm.release_constants(new)
         self._reset_python_state()
 
