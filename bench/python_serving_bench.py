@@ -11,8 +11,10 @@ mode="reduce-overhead" with static shapes (padded to those buckets) and
 with the batch dim marked dynamic; encore with the buckets listed and
 precaptured, with learned buckets, and with capture=background.
 
-Per way and round, from a fresh start (the allocator's cache emptied,
-dynamo reset): the time from the model being ready to the first response
+Per way and round, from a fresh start (the allocator's cache emptied; for
+a compiled way dynamo and PyTorch's cudagraph trees reset; the inductor
+and Triton caches are new for the process unless --warm-cache, so round 1
+compiles cold and later rounds warm): the time from the model being ready to the first response
 (start-up included: captures, precapture, compiles); request latency
 (sent to response ready on the host side of a sync) p50 and p99 over the
 first --first requests and over all; requests/s over all and over the
@@ -27,11 +29,24 @@ median, min and max over the rounds (at least 3).
 Every response is checked against the model run eagerly on the same
 request, once, before the rounds: a response of other shape, or a row off
 by more than --tolerance (relative L2 over a fixed random projection of
-the row's hidden states to 8 values per token: bf16 kernels that see a
-padded bucket sum in another order and move a row by well under 1%; a
-wrong, stale or zero row is off by about 100%), fails the run (exit 1), as
-does a way that could not run (its error is reported; the others run).
-Targets are printed as PASS or MISS and do not change the exit status.
+the row's hidden states to 8 values per token: kernels that see a padded
+bucket, or fused ones, may sum in another order, which moves a row by
+about what bf16 rounding does, about 1% against float32 on a small model
+on the CPU; a wrong, stale or zero row is off by about 100%), fails the run
+(exit 1), as do a way that could not run (its error is reported; the
+others run), an encore method that did not do what its flags say, and a
+compiled way that compiled a different number of graphs in some round.
+The largest row error of each way is printed with its check.
+
+Targets, printed as PASS or MISS, which do not change the exit status:
+with capture=background the first response within 5 ms of eager's and
+p99 over the first --first requests at most 1.2x eager's; each encore
+way's steady-state requests/s at least 0.98x the hand graphs'; device
+memory per extra bucket at most the hand graphs' + 10%; no batch size
+slower than eager (its median latency after the first --first requests,
+pooled over the rounds, over 1.05x eager's: the allowance for noise);
+precapture of every bucket no slower than the hand graphs' start-up. A
+target holds when it holds in every round.
 The JSON (--json, and python_serving_bench.json in $OUT / $RESULTS) is
 what tools/perf_table.py reads.
 
