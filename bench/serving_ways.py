@@ -175,7 +175,8 @@ class Compiled(Way):
     def __call__(self, x):
         b = x.shape[0]
         if not self.static:
-            if b > 1:
+            if b > 1:  # marked on an alias: the trace's requests, which other ways get too, stay unmarked
+                x = x.detach()
                 self.ctx.torch._dynamo.mark_dynamic(x, 0)
             self.mark()
             return self.compiled(x).clone()
