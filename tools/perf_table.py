@@ -50,6 +50,10 @@ _COMPILE5 = (("compiled", "compiled"), ("reduce-overhead", "reduce_overhead"), (
 _LOOP6 = (("eager", "eager"), ("lean hand graph", "hand_lean"), ("copy-heavy hand graph", "hand_copy"),
           ("encore, a call per token", "encore_step"), ("encore.while_loop 16", "encore_loop16"),
           ("encore.while_loop 64", "encore_loop64"))
+_SERVE7 = (("eager", "eager"), ("hand bucket graphs", "hand"), ("reduce-overhead, static", "compile_static"),
+           ("reduce-overhead, dynamic", "compile_dynamic"), ("encore, listed + precapture", "encore_listed"),
+           ("encore, learned", "encore_learned"), ("encore, background", "encore_background"))
+_SERVE_CMD = "python3 bench/python_serving_bench.py"
 
 # (what is measured, benchmark, [(label, metric key, format)], command).
 ROWS = [
@@ -116,6 +120,26 @@ ROWS = [
      [(n, f"8x1024.{w}.tokens_per_s", ".0f") for n, w in _LOOP6], "python3 bench/python_loop_bench.py"),
     ("The same, host reads per token, 2 layers × 512", "python_loop_bench",
      [(n, f"2x512.{w}.host_reads_per_token", ".3f") for n, w in _LOOP6[3:]], "python3 bench/python_loop_bench.py"),
+    ("transformers' LlamaModel as an encoder (4 layers × 1024, bf16, [b, 64] tokens), 2,000 requests of "
+     "Zipf-distributed batch sizes 1–128 back to back, unless the command says otherwise: requests/s after the "
+     "first 200", "python_serving_bench",
+     [(n, f"{w}.rps_steady", ".0f") for n, w in _SERVE7], _SERVE_CMD),
+    ("The same, p99 latency over the first 200 requests (ms)", "python_serving_bench",
+     [(n, f"{w}.p99_first_ms", ".2f") for n, w in _SERVE7], _SERVE_CMD),
+    ("The same, p99 latency over all requests (ms)", "python_serving_bench",
+     [(n, f"{w}.p99_all_ms", ".2f") for n, w in _SERVE7], _SERVE_CMD),
+    ("The same, the first response (ms, start-up included: captures, precapture, compiling)",
+     "python_serving_bench", [(n, f"{w}.first_response_ms", ".1f") for n, w in _SERVE7], _SERVE_CMD),
+    ("The same, device memory held at the end (MiB), and per bucket beyond the largest", "python_serving_bench",
+     [(n, f"{w}.device_mib", ".0f") for n, w in _SERVE7] +
+     [("hand per extra bucket", "hand.device_mib_per_extra_bucket", ".1f"),
+      ("encore per extra bucket", "encore_listed.device_mib_per_extra_bucket", ".1f")], _SERVE_CMD),
+    ("The same, encore per round against the hand bucket graphs; ×", "python_serving_bench",
+     [("req/s listed ×hand", "encore_listed_vs_hand.rps_steady", ".3f"),
+      ("req/s learned ×hand", "encore_learned_vs_hand.rps_steady", ".3f"),
+      ("req/s background ×hand", "encore_background_vs_hand.rps_steady", ".3f"),
+      ("precapture ×hand start-up", "encore_listed_vs_hand.startup_ms", ".3f"),
+      ("memory per extra bucket ×hand", "encore_listed_vs_hand.device_mib_per_extra_bucket", ".3f")], _SERVE_CMD),
 ]
 
 
