@@ -52,7 +52,8 @@
 #       Without a wheel it builds one there (pip wheel --no-build-isolation:
 #       needs the toolkit, scikit-build-core and nanobind in that python3, and
 #       spdlog's and fmt's headers: where Debian's are absent,
-#       $ENCORE_LOG_HEADERS names a folder of them).
+#       $ENCORE_LOG_HEADERS names a folder of them). Then the wheel is
+#       installed into that python3 too, for bench/python_*_bench.py.
 #
 # Results (XML, one log per binary) go to $OUT if set, else gpu_bin/results.
 # Works from the repository (tools/gpu_suite.sh, finds ./gpu_bin) or from the
@@ -435,8 +436,22 @@ do_python() {
   fi
   results="${OUT:-$gpu_bin/results}"
   mkdir -p "$results"
-  ENCORE_SKIP_BOOTSTRAP=1 ENCORE_PYTHON="${ENCORE_PYTHON:-python3}" ENCORE_WHEEL="$wheel" \
+  local py="${ENCORE_PYTHON:-python3}"
+  ENCORE_SKIP_BOOTSTRAP=1 ENCORE_PYTHON="$py" ENCORE_WHEEL="$wheel" \
     "$repo/tools/python_tests.sh" "$results/python.xml" "$@" 2>&1 | tee "$results/python.log"
+  # The tests ran in an environment of their own; the benchmarks
+  # (bench/python_*_bench.py) import encore from python3 itself.
+  if [[ -z "$wheel" ]]; then
+    local tag
+    tag="$("$py" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+    wheel="$(ls -t "$repo"/build/wheelhouse/encore-*-"$tag"-*.whl 2>/dev/null | head -n 1)"
+  fi
+  if [[ -f "$wheel" ]] &&
+     "$py" -m pip install -q --disable-pip-version-check --no-index --no-deps --force-reinstall "$wheel" >&2; then
+    say "python: installed ${wheel##*/} into $py for the benchmarks"
+  else
+    say "python: warning: encore not installed into $py (the benchmarks need it)"
+  fi
   python3 "$repo/tools/test_summary.py" "$results/python.xml"
 }
 
