@@ -35,13 +35,25 @@
 #       On the GPU machine: runs every bench binary and bench/*_bench.py
 #       script (other bench/*.py are modules those scripts import).
 #
-#   tools/gpu_suite.sh python [PYTEST_ARGS...]
-#       On the GPU machine, from the repository (not the staged copy): builds
-#       the Python package into the python3 that has PyTorch (pip install
-#       --no-build-isolation .; $ENCORE_PYTHON names another interpreter) and
-#       runs python/tests, GPU tests included; the last line is
-#       `N passed, N failed, N skipped`. Where Debian's spdlog and fmt are
-#       absent, $ENCORE_LOG_HEADERS names a folder of their headers.
+#   tools/gpu_suite.sh python [--wheel WHEEL] [PYTEST_ARGS...]
+#       On the GPU machine, from the repository (not the staged copy): runs
+#       python/tests, GPU tests included, with the package installed from a
+#       wheel into a fresh virtual environment made from the python3 that has
+#       PyTorch (--system-site-packages, so PyTorch and pytest are seen;
+#       $ENCORE_PYTHON names another interpreter); tools/python_tests.sh. The
+#       last line is `N passed, N failed, N skipped`.
+#       --wheel WHEEL (or $ENCORE_WHEEL): a wheel built elsewhere for that
+#       python3 (cp312 for Python 3.12), from this same commit: nothing is
+#       built, so no CUDA toolkit, spdlog, fmt, nanobind or network is needed.
+#       Built on a machine with a toolkit and a Python 3.12 (docs/python.md,
+#       "A wheel"):
+#         CUDAARCHS=90-real tools/build_wheel.sh --python python3.12   # -> build/wheelhouse/
+#       and carried beside the repository (build/wheelhouse is git-ignored).
+#       Without a wheel it builds one there (pip wheel --no-build-isolation:
+#       needs the toolkit, scikit-build-core and nanobind in that python3, and
+#       spdlog's and fmt's headers: where Debian's are absent,
+#       $ENCORE_LOG_HEADERS names a folder of them). Then the wheel is
+#       installed into that python3 too, for bench/python_*_bench.py.
 #
 # Results (XML, one log per binary) go to $OUT if set, else gpu_bin/results.
 # Works from the repository (tools/gpu_suite.sh, finds ./gpu_bin) or from the
@@ -410,13 +422,36 @@ do_bench() {
 }
 
 do_python() {
-  local repo results
+  local repo results wheel="${ENCORE_WHEEL:-}"
   repo="$(cd "$script_dir/.." && pwd)"
   [[ -f "$repo/pyproject.toml" ]] || die "'python' runs from the repository (no pyproject.toml in $repo)"
+  case "${1:-}" in
+    --wheel) (($# >= 2)) || die "--wheel needs a wheel file"; wheel="$2"; shift 2 ;;
+    --wheel=*) wheel="${1#--wheel=}"; shift ;;
+  esac
+  if [[ -n "$wheel" ]]; then
+    [[ -f "$wheel" ]] || die "no wheel at '$wheel'"
+    wheel="$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")"
+    say "python: testing $wheel (nothing is built)"
+  fi
   results="${OUT:-$gpu_bin/results}"
   mkdir -p "$results"
-  ENCORE_SKIP_BOOTSTRAP=1 ENCORE_PYTHON="${ENCORE_PYTHON:-python3}" \
+  local py="${ENCORE_PYTHON:-python3}"
+  ENCORE_SKIP_BOOTSTRAP=1 ENCORE_PYTHON="$py" ENCORE_WHEEL="$wheel" \
     "$repo/tools/python_tests.sh" "$results/python.xml" "$@" 2>&1 | tee "$results/python.log"
+  # The tests ran in an environment of their own; the benchmarks
+  # (bench/python_*_bench.py) import encore from python3 itself.
+  if [[ -z "$wheel" ]]; then
+    local tag
+    tag="$("$py" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
+    wheel="$(ls -t "$repo"/build/wheelhouse/encore-*-"$tag"-*.whl 2>/dev/null | head -n 1)"
+  fi
+  if [[ -f "$wheel" ]] &&
+     "$py" -m pip install -q --disable-pip-version-check --no-index --no-deps --force-reinstall "$wheel" >&2; then
+    say "python: installed ${wheel##*/} into $py for the benchmarks"
+  else
+    say "python: warning: encore not installed into $py (the benchmarks need it)"
+  fi
   python3 "$repo/tools/test_summary.py" "$results/python.xml"
 }
 

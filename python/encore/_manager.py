@@ -115,9 +115,38 @@ def method(fn=None, *, name=None, constants=None, flags=None, manager=None, stag
 
     The method runs ``fn`` for its warmup calls, captures it into a CUDA
     graph, and replays the graph after that, bound to the caller's tensors
-    where they lie. ``constants`` lists the modules (parameters read-only,
-    buffers not), tensors and dicts of tensors ``fn`` reads or writes besides
-    its arguments. ``flags`` is this method's flags text without its name
-    (``"warmup=2,on_new_shape=recapture,outputs=reuse"``).
+    where they lie. It is called with ``fn``'s own arguments and returns what
+    ``fn`` returns; a call runs on PyTorch's current stream. Every CUDA tensor
+    among the arguments (inside tuples, lists and dicts too) is an input;
+    every other value is part of the call's signature, compared on each call.
+
+    Arguments:
+        ``fn``: the function of tensors to wrap. Left out (``@encore.method(...)``),
+            the call returns a decorator. Give ``fn`` or ``stages``, not both.
+        ``name``: the method's name in its manager, its flags, reports and
+            logs; default ``fn``'s qualified name. The default manager names a
+            second method of one name ``name#2``; an explicit ``Manager``
+            refuses it (``encore.InvalidArgumentError``).
+        ``constants``: what ``fn`` reads or writes besides its arguments:
+            ``torch.nn.Module``s (parameters read-only, buffers not), tensors,
+            dicts of name to tensor, or a list of these. Listed (an empty list
+            is fine), they let encore bind the graph to the inputs with no
+            copies; None: the graph is staged (inputs copied inside it). A
+            listed constant that moved is never read at its old address.
+        ``flags``: this method's flags text without its name
+            (``"warmup=2,on_new_shape=recapture,outputs=reuse"``), over the
+            manager's defaults and under ``ENCORE_METHOD_FLAGS``; None: the
+            manager's.
+        ``manager``: the ``encore.Manager`` the method belongs to; None: the
+            process-wide default manager (flags from ``ENCORE_METHOD_FLAGS``).
+        ``stages``: instead of ``fn``, a list of functions run in turn (each
+            gets what the one before returned, a tuple spread); runs of them
+            are captured as graphs, and a stage wrapped in ``encore.eager``
+            runs eagerly on every call between them.
+
+    Returns an ``encore.Method`` (or a decorator that makes one), with
+    ``report()``, ``release()`` and ``name``. Errors in how it is made (``fn``
+    and ``stages`` both given, a bad flags text) raise here. See
+    docs/python.md.
     """
     return _make(manager, fn, name=name, constants=constants, flags=flags, stages=stages)
