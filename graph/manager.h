@@ -81,10 +81,12 @@ class Manager {
   StatusOr<Method*> Register(MethodSpec spec);
   // nullptr if no method has that name.
   Method* Find(std::string_view name);
-  // {"methods":[{...},...],"encore_version":"0.2.0","schema_version":1}, one
-  // object per method in name order (see MethodReport::ToJson).
+  // {"methods":[{...},...],"encore_version":"0.2.0","schema_version":2}, one
+  // object per method in name order (see MethodReport::ToJson). Schema 2:
+  // real_rows and padded_rows count only the calls a padded graph answered
+  // (1 counted every padded call's rows in real_rows).
   std::string ReportJson() const;
-  static constexpr int kReportSchemaVersion = 1;
+  static constexpr int kReportSchemaVersion = 2;
 
  private:
   Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text);

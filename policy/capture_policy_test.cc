@@ -59,6 +59,27 @@ TEST(DecideTest, APaddedBatchNoBucketHoldsRunsEagerlyAfterTheWarmups) {
   EXPECT_EQ(Decide(in), Action::kReplay);
 }
 
+// Never slower than eager: a call its bucket would pad too much runs
+// eagerly whether or not the bucket has a graph (none is captured for it),
+// after the warmups.
+TEST(DecideTest, APaddedCallThatPadsTooMuchRunsEagerly) {
+  MethodFlags f;
+  f.on_new_shape = ShapePolicy::kPad;
+  f.warmup_calls = 1;
+  DecisionInput in{&f, false, 0, false, false, /*padded=*/true, /*has_bucket=*/true};
+  in.pad_eager = true;
+  EXPECT_EQ(Decide(in), Action::kWarmup);
+  in.warmups_done = 1;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);  // no capture for it
+  in.has_graph = in.matching_graph = true;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);  // no replay either
+  in.pad_eager = false;
+  EXPECT_EQ(Decide(in), Action::kReplay);
+  in.graphs_off = true;
+  in.pad_eager = true;
+  EXPECT_EQ(Decide(in), Action::kEager);  // graphs off says why first
+}
+
 TEST(DecideTest, PrecaptureSkipsWhatACallWouldNotCapture) {
   MethodFlags f;
   f.warmup_calls = 0;

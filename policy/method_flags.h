@@ -52,6 +52,11 @@ struct MethodFlags {
   // kept whatever max_graphs says; empty means learned from the calls
   // (policy/internal/learned_buckets.h). Flags text `buckets=1|2|4|8`.
   std::vector<int64_t> buckets;
+  // Under kPad: a call of batch b runs eagerly (reason `padding`) when its
+  // bucket holds more than max_padding * b rows. 0 (unset): encore decides
+  // from what it measured, a padded replay against an eager run of b rows
+  // (docs/design.md "Serving"). Flags text `max_padding=2`; 0 or >= 1.
+  double max_padding = 0;
 
   friend bool operator==(const MethodFlags&, const MethodFlags&) = default;
 };

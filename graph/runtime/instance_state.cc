@@ -16,7 +16,9 @@ InstanceState::InstanceState(InstanceSpec spec, internal::CallHost* host)
       checks(&info.name, info.flags.checks, &info.log),
       pad(info.flags),
       votes(&info.name, std::move(spec.consensus), &info.log),
-      constants(std::move(spec.constants)) {}
+      constants(std::move(spec.constants)) {
+  pad.set_measured(!votes.several_ranks());
+}
 
 Status InstanceState::TakeDeviceFailure() {
   ENCORE_RETURN_IF_ERROR(checks.TakeFailure());

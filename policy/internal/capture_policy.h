@@ -36,6 +36,7 @@ struct DecisionInput {
   bool matching_graph = false;   // a kept graph matches this call
   bool padded = false;           // on_new_shape=pad
   bool has_bucket = true;        // padded: a bucket holds the call's batch
+  bool pad_eager = false;        // padded: the bucket's replay would be slower than eager
   bool precapture = false;       // Method::Precapture, not a call
 };
 

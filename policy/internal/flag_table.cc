@@ -123,6 +123,14 @@ Status CheckBuckets(const FlagField&, const MethodFlags& f, std::string_view wha
   return OkStatus();
 }
 
+// 0 (unset) or at least 1: below 1 every padded call would run eagerly,
+// since a bucket always holds at least the call's rows.
+Status CheckMaxPadding(const FlagField&, const MethodFlags& f, std::string_view what) {
+  if (f.max_padding == 0 || (f.max_padding >= 1 && !std::isinf(f.max_padding))) return OkStatus();
+  return InvalidArgumentError(std::string(what) + ": max_padding is " + JsonNumber(f.max_padding) +
+                              ", must be 0 (unset: measured) or a finite number >= 1");
+}
+
 using D = InDecisionText;
 constexpr FlagField kFields[] = {
     {"graphs", "graphs", &MethodFlags::graphs, 0, D::kAlways, nullptr},
@@ -136,6 +144,7 @@ constexpr FlagField kFields[] = {
     {"verify_every", "verify_every", &MethodFlags::verify_every, 0, D::kUnlessDefault, nullptr},
     {"verify_tolerance", "verify_tolerance", &MethodFlags::verify_tolerance, 0, D::kNo, CheckVerification},
     {"buckets", "buckets", &MethodFlags::buckets, 0, D::kUnlessDefault, CheckBuckets},
+    {"max_padding", "max_padding", &MethodFlags::max_padding, 0, D::kUnlessDefault, CheckMaxPadding},
 };
 static_assert(std::size(kFields) == kMethodFlagsMembers,
               "every member of MethodFlags needs its row in kFields (policy/internal/flag_table.cc)");

@@ -63,7 +63,8 @@ void CopyFlag(const FlagField& field, const MethodFlags& from, MethodFlags& to);
 bool FlagIsDefault(const FlagField& field, const MethodFlags& flags);
 
 // Checks ranges (warmup_calls >= 0, max_graphs >= 1, verify, verify_every
-// and verify_tolerance >= 0, buckets positive and strictly ascending);
+// and verify_tolerance >= 0, buckets positive and strictly ascending,
+// max_padding 0 or >= 1);
 // `what` names the owner.
 Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
 
@@ -73,7 +74,8 @@ Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
 // one rank votes while another runs an eager collective, and NCCL pairs the
 // vote with that collective. verify and verify_every join the text only when
 // set, since each verified launch of several ranks is a vote; buckets join
-// it when listed, since they decide which captures happen. checks,
+// it when listed, since they decide which captures happen, and so does
+// max_padding when set (it decides which buckets a call captures). checks,
 // copy_outputs, binding and verify_tolerance are left out (kNo in the table).
 std::string DecisionFlagsText(const MethodFlags& flags);
 // A 64-bit FNV-1a hash of DecisionFlagsText, stable across processes and

@@ -37,6 +37,7 @@ set(ENCORE_CPU_TESTS
   policy/method_flags_text_test
   policy/method_votes_test
   policy/pad_policy_test
+  policy/padding_cost_test
   policy/rank_consensus_test
   shims/philox_reference_test
   shims/shims_args_test
