@@ -10,7 +10,9 @@
 #include "encore/policy/internal/flag_table.h"
 #include "encore/policy/internal/flags_text.h"
 #include "encore/version.h"
+#include "encore/graph/body/internal/body_runner.h"
 #include "encore/graph/capture/internal/graph_dump.h"
+#include "encore/graph/internal/capture_worker.h"
 
 namespace encore {
 
@@ -36,9 +38,12 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options) {
 Manager::Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text)
     : options_(std::move(options)), flags_text_(std::move(text)),
       log_(std::make_shared<const EventLog>(options_.logger, options_.log_format)),
-      budget_(std::make_shared<MemoryBudget>(options_.graph_memory_budget)) {}
+      budget_(std::make_shared<MemoryBudget>(options_.graph_memory_budget)),
+      worker_(std::make_shared<CaptureWorker>()) {}
 
 Manager::~Manager() {
+  // The methods go first (each waits for its own captures), then the
+  // worker; methods_ is declared after worker_, so the order holds.
   // Registration is over only now; see Register.
   for (const std::string& n : UnregisteredFlagNames()) {
     log_->Warn("unknown_method_in_flags", {{"method", n}, {"detail", "no method with this name was registered"}});
@@ -61,7 +66,7 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
     return AlreadyExistsError("Register: a method named '" + spec.name + "' is already registered");
   }
   auto method = std::unique_ptr<Method>(new Method(std::move(spec), flags, log_, [this] { NoteUnregisteredFlagNames(); },
-                                                   options_.consensus, options_.graph_dump_dir, budget_));
+                                                   options_.consensus, options_.graph_dump_dir, budget_, worker_));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_->Info("registered", {{"method", raw->name()},
@@ -98,6 +103,16 @@ void Manager::NoteUnregisteredFlagNames() {
                 {{"method", n}, {"detail", "no method with this name is registered yet; warned at the Manager's end if none is"}});
     }
   });
+}
+
+Status Manager::WaitForCaptures() {
+  if (worker_->OnWorkerThread() || internal::t_running_body != nullptr) {
+    return FailedPreconditionError(
+        "WaitForCaptures was called from inside a method's body; the captures it would wait for may need that "
+        "method");
+  }
+  worker_->WaitAll();
+  return OkStatus();
 }
 
 std::string Manager::ReportJson() const {

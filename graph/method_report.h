@@ -38,7 +38,8 @@
   X(bucket_changes)    /* learned buckets: choices that changed the buckets */        \
   X(precaptures)       /* graphs captured by Method::Precapture */                    \
   X(over_budget_calls) /* calls run eagerly for graph_memory_budget */                \
-  X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */
+  X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */      \
+  X(background_captures) /* captures made on the manager's worker (capture=background) */
 
 namespace encore {
 
@@ -59,6 +60,7 @@ inline constexpr std::string_view kAboveBuckets = "above_buckets";    // pad: ba
 inline constexpr std::string_view kNoBuckets = "no_buckets_yet";      // pad: learned buckets not chosen yet
 inline constexpr std::string_view kEmptyBatch = "empty_batch";        // pad: a batch of 0 rows
 inline constexpr std::string_view kPadding = "padding";  // pad: a padded replay would be slower than eager
+inline constexpr std::string_view kCapturing = "capturing";  // capture=background: its graph is being made (or queued)
 // Counted by an adapter through Method::CountEagerCall (the Python package):
 inline constexpr std::string_view kHostInput = "host_input";  // a host tensor among the arguments
 inline constexpr std::string_view kAutograd = "autograd";     // a call with autograd to record

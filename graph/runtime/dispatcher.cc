@@ -91,6 +91,7 @@ Action Dispatcher::Decide(const CallPlan& plan, int64_t rows, size_t first, size
   in.padded = plan.padded();
   in.has_bucket = has_bucket;
   in.pad_eager = plan.padded() && rows > 0 && s_.pad.EagerInstead(plan.batch, rows);
+  FillBackground(plan, *match, in);
   in.precapture = plan.precapture;
   return encore::Decide(in);
 }
@@ -118,7 +119,12 @@ Status Dispatcher::CarryOut(Action action, const CallPlan& plan, cudaStream_t st
       return Replay(s_.store.cache.Touch(match), plan, stream, index);
     case Action::kCapture:
     case Action::kRecapture:
+      if (s_.background.on()) return CaptureInBackground(plan, stream, index, action == Action::kRecapture);
       return Capture(plan, stream, index, action == Action::kRecapture, rows);
+    case Action::kCapturing:
+      return Eager(plan, stream, index, eager_reason::kCapturing);
+    case Action::kFirstLaunch:
+      return FirstLaunch(plan, stream, index, rows);
     case Action::kEagerOnce:
       s_.info.log.Debug("eager_new_shape", {{"method", s_.info.name}, {"call", index}});
       return Eager(plan, stream, index, plan.padded() ? s_.pad.EagerReason(plan.batch) : eager_reason::kNewShape);
@@ -169,8 +175,11 @@ std::string Dispatcher::CheckConstants() {
 }
 
 Status Dispatcher::Refuse(const CallPlan& plan) {
-  // The most recent graph is the one the user most likely meant.
-  Status guard = s_.store.cache.front().signature.Compare(s_.info.name, plan.inputs, plan.outputs);
+  // The most recent graph is the one the user most likely meant (or, none
+  // launched yet, the first one the worker was given).
+  const CallSignature& kept =
+      s_.store.cache.empty() ? s_.background.front_signature() : s_.store.cache.front().signature;
+  Status guard = kept.Compare(s_.info.name, plan.inputs, plan.outputs);
   Status s(guard.code(), std::string(guard.message()) + RefusalRemedy(s_.info.name));
   ++s_.ledger.stats.refusals;
   // A server refusing every call must not log every call: the first line,
@@ -239,6 +248,10 @@ std::optional<CaptureOutcome> Dispatcher::CaptureInBudget(const CallPlan& plan, 
 }
 
 Status Dispatcher::Capture(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture, int64_t rows) {
+  if (!s_.background.off_reason().empty() && !s_.background.off_logged) {
+    s_.background.off_logged = true;
+    s_.info.log.Info("capture_foreground", {{"method", s_.info.name}, {"reason", s_.background.off_reason()}});
+  }
   std::optional<CaptureOutcome> out = CaptureInBudget(plan, stream, index, recapture);
   if (!out) {
     s_.info.log.Debug("eager_over_budget", {{"method", s_.info.name}, {"call", index}});
@@ -263,7 +276,7 @@ Status Dispatcher::Book(CaptureOutcome out, const CallPlan& plan, cudaStream_t s
     VerifiedLaunch* launch = verify->launch ? &*verify->launch : nullptr;
     s = s_.ledger.Apply(Verification(s_.context).Finish(launch, verify->outputs, stream, index), index);
   }
-  if (!s_.ledger.graphs.on()) s_.constants.DropScratch();  // no launch to check any more
+  if (!s_.ledger.graphs.on()) GraphsWentOff();
   return s;
 }
 

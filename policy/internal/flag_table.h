@@ -24,7 +24,7 @@ namespace encore {
 
 using FlagMember = std::variant<bool MethodFlags::*, int MethodFlags::*, double MethodFlags::*,
                                 ShapePolicy MethodFlags::*, CheckMode MethodFlags::*, Binding MethodFlags::*,
-                                std::vector<int64_t> MethodFlags::*>;
+                                CaptureMode MethodFlags::*, std::vector<int64_t> MethodFlags::*>;
 
 // Whether a flag is part of DecisionFlagsText: ranks that vote on captures
 // must agree on the flags that decide them.
@@ -76,7 +76,9 @@ Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
 // set, since each verified launch of several ranks is a vote; buckets join
 // it when listed, since they decide which captures happen, and so does
 // max_padding when set (it decides which buckets a call captures). checks,
-// copy_outputs, binding and verify_tolerance are left out (kNo in the table).
+// copy_outputs, binding, verify_tolerance and capture_mode are left out (kNo
+// in the table; several ranks capture in the foreground whatever
+// capture_mode says).
 std::string DecisionFlagsText(const MethodFlags& flags);
 // A 64-bit FNV-1a hash of DecisionFlagsText, stable across processes and
 // builds, so ranks can compare it in one all-reduce.

@@ -80,6 +80,26 @@ class Dispatcher {
   // Learned buckets: the learner's review, and the graphs of buckets no
   // longer chosen dropped.
   void ReviewBuckets(int64_t index);
+
+ public:
+  // --- capture=background (background.cc), with the instance's mutex held.
+  // Abandons the jobs queued for the worker and the graphs it made that
+  // no call launched yet (their memory freed); one being recorded is
+  // abandoned when the worker hands it back.
+  void AbandonBackground();
+  // After graphs went off: verification's scratch dropped, the background
+  // jobs abandoned.
+  void GraphsWentOff();
+
+ private:
+  // Decide's view of the call's background capture, and of the graphs
+  // queued or made there as graphs the method has.
+  void FillBackground(const CallPlan& plan, size_t match, DecisionInput& in) const;
+  // The call's capture queued for the worker (when there is room and it
+  // fits the budget), after the call ran eagerly (reason capturing).
+  Status CaptureInBackground(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture);
+  // The first launch of the call's graph, which the worker made; booked.
+  Status FirstLaunch(const CallPlan& plan, cudaStream_t stream, int64_t index, int64_t rows);
   // Precapture's graph for one batch size (0: the call's own shape).
   Status PrecaptureOne(Args inputs, Args outputs, cudaStream_t stream, int64_t rows, const std::string& progress,
                        bool* stop);
