@@ -75,6 +75,8 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
                            {"on_new_shape", ShapePolicyName(flags.on_new_shape)},
                            {"max_graphs", flags.max_graphs},
                            {"buckets", BucketsText(flags.buckets)},
+                           {"max_padding", flags.max_padding},
+                           {"capture", CaptureModeName(flags.capture_mode)},
                            {"checks", CheckModeName(flags.checks)},
                            {"copy_outputs", flags.copy_outputs}});
   return raw;
