@@ -17,6 +17,7 @@
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/graph/capture/internal/capture_pipeline.h"
+#include "encore/graph/internal/messages.h"
 #include "encore/graph/runtime/internal/dispatcher.h"
 #include "encore/graph/runtime/internal/method_instance.h"
 #include "encore/graph/store/internal/graph_memory.h"
@@ -80,6 +81,9 @@ Status Dispatcher::CaptureInBackground(const CallPlan& plan, cudaStream_t stream
 
 Status Dispatcher::FirstLaunch(const CallPlan& plan, cudaStream_t stream, int64_t index, int64_t rows) {
   BackgroundCaptures::Job* found = s_.background.Find(plan.graph_inputs, plan.graph_outputs);
+  if (found == nullptr || !found->ready) {  // Decide saw it ready under the same mutex
+    return InternalError(MethodQuoted(s_.info.name) + ": no graph made in the background for this call");
+  }
   std::unique_ptr<BackgroundCaptures::Job> job = s_.background.Take(found->id);
   CaptureOutcome out = CapturePipeline(s_.context).LaunchReady(std::move(job->ready), plan, stream, index,
                                                                &s_.ledger.stats.exec_variants);
