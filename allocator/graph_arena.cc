@@ -22,7 +22,9 @@ size_t AlignUp(size_t n, size_t a) {
 GraphArena::~GraphArena() {
   // A capture still open here means its owner is being destroyed mid-call;
   // its pending slabs are freed like committed ones.
-  for (const AllocationLedger::Block& b : ledger_.blocks()) {
+  std::vector<AllocationLedger::Block> all = ledger_.blocks();
+  all.insert(all.end(), deferred_.begin(), deferred_.end());
+  for (const AllocationLedger::Block& b : all) {
     cudaError_t err = cuda().Free(b.ptr);
     if (err != cudaSuccess) {
       try {  // a destructor; the application's logger (ScopedEventLog) may throw
@@ -35,6 +37,7 @@ GraphArena::~GraphArena() {
 }
 
 StatusOr<void*> GraphArena::AllocateEager(size_t bytes, cudaStream_t stream) {
+  auto lock = Guard();
   void* p = nullptr;
   if (bytes == 0) return p;
   size_t aligned = AlignUp(bytes, kAlignment);
@@ -50,6 +53,7 @@ StatusOr<void*> GraphArena::AllocateEager(size_t bytes, cudaStream_t stream) {
 }
 
 Status GraphArena::EndEagerCall(cudaStream_t stream) {
+  auto lock = Guard();
   Status first;
   for (void* p : eager_blocks_) {
     cudaError_t err = cuda().FreeAsync(p, stream);
@@ -82,6 +86,7 @@ Status GraphArena::AddSlab(size_t bytes, bool in_capture) {
 }
 
 Status GraphArena::BeginCapture(uint64_t capture_id, size_t reserve_bytes) {
+  auto lock = Guard();
   capture_id_ = capture_id;
   cursor_slab_ = 0;
   cursor_offset_ = 0;
@@ -90,8 +95,8 @@ Status GraphArena::BeginCapture(uint64_t capture_id, size_t reserve_bytes) {
   if (reserve_bytes > have) {
     Status s = AddSlab(reserve_bytes - have, /*in_capture=*/false);
     if (!s.ok()) {
-      Status a = AbortCapture();
-      (void)a;
+      (void)FreeSlabs(ledger_.Abort(capture_id_));
+      capture_id_ = 0;
       return s;
     }
   }
@@ -99,6 +104,7 @@ Status GraphArena::BeginCapture(uint64_t capture_id, size_t reserve_bytes) {
 }
 
 StatusOr<void*> GraphArena::AllocateCapture(size_t bytes) {
+  auto lock = Guard();
   if (capture_id_ == 0) return FailedPreconditionError("graph memory asked for outside a capture");
   size_t need = AlignUp(std::max<size_t>(bytes, 1), kAlignment);
   const std::vector<AllocationLedger::Block>& slabs = ledger_.blocks();
@@ -121,11 +127,13 @@ StatusOr<void*> GraphArena::AllocateCapture(size_t bytes) {
 }
 
 void GraphArena::CommitCapture() {
+  auto lock = Guard();
   ledger_.Commit(capture_id_);
   graph_used_[capture_id_] = capture_used_;
   graph_slabs_[capture_id_] = capture_used_ > 0 ? cursor_slab_ + 1 : 0;
   capture_id_ = 0;
   UpdatePeak();
+  FreeDeferred();
 }
 
 Status GraphArena::FreeSlabs(const std::vector<AllocationLedger::Block>& blocks) {
@@ -138,33 +146,91 @@ Status GraphArena::FreeSlabs(const std::vector<AllocationLedger::Block>& blocks)
 }
 
 Status GraphArena::AbortCapture() {
+  auto lock = Guard();
   Status s = FreeSlabs(ledger_.Abort(capture_id_));
   capture_id_ = 0;
+  FreeDeferred();
   return s;
 }
 
 void GraphArena::DropGraph(uint64_t capture_id) {
+  auto lock = Guard();
   graph_used_.erase(capture_id);
   graph_slabs_.erase(capture_id);
 }
 
+void GraphArena::HoldCapture() {
+  auto lock = Guard();
+  if (capture_id_ == 0) return;
+  graph_used_[capture_id_] = capture_used_;
+  graph_slabs_[capture_id_] = capture_used_ > 0 ? cursor_slab_ + 1 : 0;
+  held_.insert(capture_id_);
+  capture_id_ = 0;
+  UpdatePeak();
+  FreeDeferred();
+}
+
+void GraphArena::CommitHeld(uint64_t capture_id) {
+  auto lock = Guard();
+  if (held_.erase(capture_id) == 0) return;
+  ledger_.Commit(capture_id);
+}
+
+size_t GraphArena::Reached() const {
+  size_t reached = capture_id_ != 0 ? cursor_slab_ + 1 : 0;
+  for (const auto& [id, slabs] : graph_slabs_) reached = std::max(reached, slabs);
+  return reached;
+}
+
+Status GraphArena::AbortHeld(uint64_t capture_id) {
+  auto lock = Guard();
+  if (held_.erase(capture_id) == 0) return OkStatus();
+  graph_used_.erase(capture_id);
+  graph_slabs_.erase(capture_id);
+  // Note [Held captures share slabs]: every capture bumps from the first
+  // slab, so one that began after this one was held may have reached this
+  // one's pending slabs. Those stay, as the method's; only the slabs beyond
+  // everything reached go. None of them moves a slab anyone reaches.
+  std::vector<AllocationLedger::Block> freed = ledger_.AbortFrom(capture_id, Reached());
+  if (capture_id_ == 0) return FreeSlabs(freed);
+  // Another capture is open, maybe on another thread: its end frees them.
+  deferred_.insert(deferred_.end(), freed.begin(), freed.end());
+  return OkStatus();
+}
+
+void GraphArena::FreeDeferred() {
+  if (deferred_.empty()) return;
+  std::vector<AllocationLedger::Block> blocks = std::move(deferred_);
+  deferred_.clear();
+  if (Status s = FreeSlabs(blocks); !s.ok()) {
+    try {  // a void step of a capture; the application's logger (ScopedEventLog) may throw
+      ScopedEventLog().Error("free_failed", {{"method", ScopedMethod()}, {"what", "graph_arena"},
+                                             {"error", s.message()}});
+    } catch (...) {
+    }
+  }
+}
+
 size_t GraphArena::GrowthForCapture(size_t reserve_bytes) const {
+  auto lock = Guard();
   const size_t have = ledger_.total_bytes();
   if (reserve_bytes <= have) return 0;
   return AlignUp(std::max(reserve_bytes - have, kMinSlabBytes), kAlignment);  // as AddSlab rounds it
 }
 
 Status GraphArena::TrimUnused() {
+  auto lock = Guard();
   if (capture_id_ != 0) return OkStatus();
-  size_t reached = 0;
-  for (const auto& [id, slabs] : graph_slabs_) reached = std::max(reached, slabs);
-  return FreeSlabs(ledger_.TakeCommittedFrom(reached));
+  return FreeSlabs(ledger_.TakeCommittedFrom(Reached()));
 }
 
 Status GraphArena::ReleaseAll() {
+  auto lock = Guard();
   Status s = FreeSlabs(ledger_.TakeCommitted());
-  graph_used_.clear();
-  graph_slabs_.clear();
+  // The owner abandons its held captures (AbortHeld) first: the committed
+  // slabs just freed may be ones they reach. Any left keep their entries.
+  std::erase_if(graph_used_, [&](const auto& g) { return !held_.count(g.first); });
+  std::erase_if(graph_slabs_, [&](const auto& g) { return !held_.count(g.first); });
   return s;
 }
 
@@ -177,6 +243,7 @@ size_t GraphArena::GraphLiveBytes() const {
 void GraphArena::UpdatePeak() { peak_ = std::max(peak_, GraphLiveBytes() + eager_call_bytes_); }
 
 MemoryStats GraphArena::stats() const {
+  auto lock = Guard();
   MemoryStats s;
   s.reserved_bytes = ledger_.total_bytes();
   s.live_bytes = GraphLiveBytes() + eager_call_bytes_;

@@ -32,6 +32,21 @@ std::vector<AllocationLedger::Block> AllocationLedger::Abort(uint64_t capture_id
   return Extract([&](const Block& b) { return !b.committed && b.capture_id == capture_id; });
 }
 
+std::vector<AllocationLedger::Block> AllocationLedger::AbortFrom(uint64_t capture_id, size_t first) {
+  std::vector<Block> out;
+  for (size_t i = blocks_.size(); i-- > 0;) {
+    Block& b = blocks_[i];
+    if (b.committed || b.capture_id != capture_id) continue;
+    if (i < first) {
+      b.committed = true;
+      continue;
+    }
+    out.insert(out.begin(), b);
+    blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return out;
+}
+
 std::vector<AllocationLedger::Block> AllocationLedger::TakeCommitted() {
   return Extract([](const Block& b) { return b.committed; });
 }

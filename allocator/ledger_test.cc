@@ -76,5 +76,24 @@ TEST(LedgerTest, TakeCommittedFromKeepsTheBlocksBefore) {
   EXPECT_TRUE(l.TakeCommittedFrom(5).empty());
 }
 
+// A held capture abandoned: blocks another graph reaches (before `first`)
+// stay, as the method's; the rest are freed, once.
+TEST(LedgerTest, AbortFromCommitsWhatOthersReachAndReturnsTheRest) {
+  AllocationLedger l;
+  l.AddPending(1, &a, 1);
+  l.Commit(1);
+  l.AddPending(2, &b, 2);   // held capture 2's
+  l.AddPending(3, &c, 4);   // a later capture's, which reached b
+  l.Commit(3);
+  l.AddPending(2, &d, 8);   // capture 2's, at index 3
+  auto freed = l.AbortFrom(2, 3);
+  ASSERT_EQ(freed.size(), 1u);
+  EXPECT_EQ(freed[0].ptr, &d);
+  EXPECT_EQ(l.committed_bytes(), 7u);
+  EXPECT_EQ(l.pending_bytes(), 0u);
+  EXPECT_TRUE(l.AbortFrom(2, 0).empty());  // never twice
+  ASSERT_EQ(l.blocks().size(), 3u);
+}
+
 }  // namespace
 }  // namespace encore

@@ -11,7 +11,9 @@
 #include "encore/policy/internal/flag_table.h"
 #include "encore/policy/internal/flags_text.h"
 #include "encore/version.h"
+#include "encore/graph/body/internal/body_runner.h"
 #include "encore/graph/capture/internal/graph_dump.h"
+#include "encore/graph/internal/capture_worker.h"
 
 namespace encore {
 
@@ -38,11 +40,14 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options) {
 Manager::Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text)
     : options_(std::move(options)), flags_text_(std::move(text)),
       log_(std::make_shared<const EventLog>(options_.logger, options_.log_format)),
-      budget_(std::make_shared<MemoryBudget>(options_.graph_memory_budget)) {}
+      budget_(std::make_shared<MemoryBudget>(options_.graph_memory_budget)),
+      worker_(std::make_shared<CaptureWorker>()) {}
 
 Manager::~Manager() {
-  // The methods go after this body; each keeps its instances while a
-  // capture is in sight (Note [Owners destroyed inside a capture]).
+  // The methods go after this body, each waiting for its own background
+  // captures and keeping its instances while a capture is in sight (Note
+  // [Owners destroyed inside a capture]); then the worker: methods_ is
+  // declared after worker_, so the order holds.
   RetiredOwners::Drain();
   // Registration is over only now; see Register.
   for (const std::string& n : UnregisteredFlagNames()) {
@@ -67,7 +72,7 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
     return AlreadyExistsError("Register: a method named '" + spec.name + "' is already registered");
   }
   auto method = std::unique_ptr<Method>(new Method(std::move(spec), flags, log_, [this] { NoteUnregisteredFlagNames(); },
-                                                   options_.consensus, options_.graph_dump_dir, budget_));
+                                                   options_.consensus, options_.graph_dump_dir, budget_, worker_));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_->Info("registered", {{"method", raw->name()},
@@ -76,6 +81,8 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
                            {"on_new_shape", ShapePolicyName(flags.on_new_shape)},
                            {"max_graphs", flags.max_graphs},
                            {"buckets", BucketsText(flags.buckets)},
+                           {"max_padding", flags.max_padding},
+                           {"capture", CaptureModeName(flags.capture_mode)},
                            {"checks", CheckModeName(flags.checks)},
                            {"copy_outputs", flags.copy_outputs}});
   return raw;
@@ -104,6 +111,16 @@ void Manager::NoteUnregisteredFlagNames() {
                 {{"method", n}, {"detail", "no method with this name is registered yet; warned at the Manager's end if none is"}});
     }
   });
+}
+
+Status Manager::WaitForCaptures() {
+  if (worker_->OnWorkerThread() || internal::t_running_body != nullptr) {
+    return FailedPreconditionError(
+        "WaitForCaptures was called from inside a method's body; the captures it would wait for may need that "
+        "method");
+  }
+  worker_->WaitAll();
+  return OkStatus();
 }
 
 std::string Manager::ReportJson() const {

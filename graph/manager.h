@@ -26,6 +26,7 @@ class logger;
 
 namespace encore {
 
+class CaptureWorker;
 class EventLog;
 class FlagsText;
 class MemoryBudget;
@@ -81,10 +82,19 @@ class Manager {
   StatusOr<Method*> Register(MethodSpec spec);
   // nullptr if no method has that name.
   Method* Find(std::string_view name);
-  // {"methods":[{...},...],"encore_version":"0.2.0","schema_version":1}, one
-  // object per method in name order (see MethodReport::ToJson).
+  // {"methods":[{...},...],"encore_version":"0.2.0","schema_version":2}, one
+  // object per method in name order (see MethodReport::ToJson). Schema 2:
+  // real_rows and padded_rows count only the calls a padded graph answered
+  // (1 counted every padded call's rows in real_rows).
   std::string ReportJson() const;
-  static constexpr int kReportSchemaVersion = 1;
+  static constexpr int kReportSchemaVersion = 2;
+
+  // Waits until no capture=background capture of this manager's methods is
+  // queued or being made (a graph made and not launched yet is not
+  // pending: the next call of its signature launches it). A capture that
+  // failed has turned its method's graphs off by then. FailedPrecondition
+  // from inside a method's body, which the captures may wait for.
+  Status WaitForCaptures();
 
  private:
   Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text);
@@ -99,6 +109,9 @@ class Manager {
   const std::unique_ptr<const FlagsText> flags_text_;
   const std::shared_ptr<const EventLog> log_;
   const std::shared_ptr<MemoryBudget> budget_;
+  // The thread background captures are made on; it outlives the methods,
+  // which wait for their own captures before they go.
+  const std::shared_ptr<CaptureWorker> worker_;
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<Method>, std::less<>> methods_;
   std::once_flag warned_unknown_;

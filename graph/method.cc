@@ -31,7 +31,7 @@ Status ValidateConstants(std::string_view method, const std::vector<Constant>& c
 
 Method::Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log,
                std::function<void()> on_first_run, std::shared_ptr<RankConsensus> consensus,
-               std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget)
+               std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget, std::shared_ptr<CaptureWorker> worker)
     : name_(spec.name),
       stages_(MethodBody::Of(spec).stages()),
       flags_(flags),
@@ -40,6 +40,7 @@ Method::Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLo
       consensus_(std::move(consensus)),
       graph_dump_dir_(std::move(graph_dump_dir)),
       budget_(std::move(budget)),
+      worker_(std::move(worker)),
       constants_(std::make_shared<ConstantSet>(std::move(spec.constants))) {}
 
 namespace {
@@ -90,7 +91,8 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
   std::lock_guard<std::mutex> lock(mu_);
   if (MethodInstance* m = by_device_[device].load(std::memory_order_relaxed)) return m;
   instances_.push_back(std::make_unique<MethodInstance>(
-      InstanceSpec{name_, MethodBody(stages_), constants_, flags_, *log_, consensus_, device, graph_dump_dir_, budget_}));
+      InstanceSpec{name_, MethodBody(stages_), constants_, flags_, *log_, consensus_, device, graph_dump_dir_, budget_,
+                   worker_}));
   MethodInstance* m = instances_.back().get();
   by_device_[device].store(m, std::memory_order_release);
   if (instances_.size() > 1) log_->Info("new_device", {{"method", name_}, {"device", device}});

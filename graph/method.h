@@ -29,6 +29,7 @@
 
 namespace encore {
 
+class CaptureWorker;
 class EventLog;
 class Manager;
 class MemoryBudget;
@@ -88,7 +89,8 @@ class Method {
   static constexpr int kMaxDevices = 64;
 
   Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
-         std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget);
+         std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget,
+         std::shared_ptr<CaptureWorker> worker);
   // Runs the first-run hook once (racing first calls may both run it; it is
   // idempotent).
   void NoteFirstRun();
@@ -104,6 +106,7 @@ class Method {
   const std::shared_ptr<RankConsensus> consensus_;
   const std::string graph_dump_dir_;  // empty: no graph dumps
   const std::shared_ptr<MemoryBudget> budget_;  // the manager's graph memory
+  const std::shared_ptr<CaptureWorker> worker_;  // the manager's (capture=background)
   // Set once on_first_run_ has run, so a replay pays one relaxed load for it.
   std::atomic<bool> first_run_done_{false};
 

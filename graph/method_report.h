@@ -33,12 +33,13 @@
   X(verified_launches) /* launches checked against an eager run */                    \
   X(verify_failures)   /* checked launches whose results differed */                 \
   X(capture_us) /* microseconds in captures that made a graph: record to first launch */ \
-  X(real_rows)         /* on_new_shape=pad: rows of the calls' batches */             \
-  X(padded_rows)       /* on_new_shape=pad: zero rows added up to the buckets */      \
+  X(real_rows)   /* on_new_shape=pad: rows of the calls that launched a padded graph */ \
+  X(padded_rows) /* on_new_shape=pad: zero rows those launches added */               \
   X(bucket_changes)    /* learned buckets: choices that changed the buckets */        \
   X(precaptures)       /* graphs captured by Method::Precapture */                    \
   X(over_budget_calls) /* calls run eagerly for graph_memory_budget */                \
-  X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */
+  X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */      \
+  X(background_captures) /* captures made on the manager's worker (capture=background) */
 
 namespace encore {
 
@@ -58,6 +59,8 @@ inline constexpr std::string_view kOverBudget = "over_budget";        // a new g
 inline constexpr std::string_view kAboveBuckets = "above_buckets";    // pad: batch above the largest bucket
 inline constexpr std::string_view kNoBuckets = "no_buckets_yet";      // pad: learned buckets not chosen yet
 inline constexpr std::string_view kEmptyBatch = "empty_batch";        // pad: a batch of 0 rows
+inline constexpr std::string_view kPadding = "padding";  // pad: a padded replay would be slower than eager
+inline constexpr std::string_view kCapturing = "capturing";  // capture=background: its graph is being made (or queued)
 // Counted by an adapter through Method::CountEagerCall (the Python package):
 inline constexpr std::string_view kHostInput = "host_input";  // a host tensor among the arguments
 inline constexpr std::string_view kAutograd = "autograd";     // a call with autograd to record

@@ -55,7 +55,7 @@ TEST(MethodReportTest, JsonCarriesEveryOtherField) {
                            "\"static_outputs\":2", "\"devices\":2", "\"binding\":\"direct\"",
                            "\"binding_reason\":\"why\"", "\"rebind_sites\":5", "\"binding\":\"auto\",\"verify\":3",
                            "\"verify_tolerance\":0.5", "\"last_capture_us\":812", "\"on_new_shape\":\"pad\"",
-                           "\"verify_tolerance\":0.5,\"buckets\":[1,2,4]}", "\"buckets\":[3,9]",
+                           "\"verify_tolerance\":0.5,\"buckets\":[1,2,4],\"max_padding\":0,\"capture_mode\":\"foreground\"}", "\"buckets\":[3,9]",
                            "\"graph_memory_bytes\":4096"}) {
     EXPECT_NE(j.find(want), std::string::npos) << want << " in " << j;
   }

@@ -10,6 +10,11 @@ Action Decide(const DecisionInput& in) {
   // A batch above the largest bucket, or before any is learned, or of no
   // rows: nothing to pad it to.
   if (in.padded && !in.has_bucket) return eager_once;
+  // Never slower than eager: a call its bucket would pad more than
+  // max_padding allows (or than measured pays) runs eagerly, graph or not.
+  if (in.padded && in.pad_eager) return eager_once;
+  if (in.capture_ready) return Action::kFirstLaunch;
+  if (in.capture_pending) return Action::kCapturing;
   if (!in.has_graph) return Action::kCapture;
   if (in.matching_graph) return in.precapture ? Action::kSkip : Action::kReplay;
   switch (in.flags->on_new_shape) {

@@ -59,6 +59,56 @@ TEST(DecideTest, APaddedBatchNoBucketHoldsRunsEagerlyAfterTheWarmups) {
   EXPECT_EQ(Decide(in), Action::kReplay);
 }
 
+// Never slower than eager: a call its bucket would pad too much runs
+// eagerly whether or not the bucket has a graph (none is captured for it),
+// after the warmups.
+TEST(DecideTest, APaddedCallThatPadsTooMuchRunsEagerly) {
+  MethodFlags f;
+  f.on_new_shape = ShapePolicy::kPad;
+  f.warmup_calls = 1;
+  DecisionInput in{&f, false, 0, false, false, /*padded=*/true, /*has_bucket=*/true};
+  in.pad_eager = true;
+  EXPECT_EQ(Decide(in), Action::kWarmup);
+  in.warmups_done = 1;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);  // no capture for it
+  in.has_graph = in.matching_graph = true;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);  // no replay either
+  in.pad_eager = false;
+  EXPECT_EQ(Decide(in), Action::kReplay);
+  in.graphs_off = true;
+  in.pad_eager = true;
+  EXPECT_EQ(Decide(in), Action::kEager);  // graphs off says why first
+}
+
+// capture=background: a signature whose graph is being made runs eagerly
+// (its warmups are done), one whose graph is ready launches it first; a
+// pending graph of another signature is a graph the method has.
+TEST(DecideTest, BackgroundCapturesRunEagerlyUntilReady) {
+  MethodFlags f;
+  f.warmup_calls = 1;
+  f.capture_mode = CaptureMode::kBackground;
+  DecisionInput in{&f, false, 0, false, false};
+  in.capture_pending = true;
+  EXPECT_EQ(Decide(in), Action::kWarmup);
+  in.warmups_done = 1;
+  in.has_graph = true;
+  EXPECT_EQ(Decide(in), Action::kCapturing);
+  in.capture_pending = false;
+  in.capture_ready = true;
+  EXPECT_EQ(Decide(in), Action::kFirstLaunch);
+  in.capture_ready = false;
+  EXPECT_EQ(Decide(in), Action::kRefuse);  // another signature's graph is pending: refuse
+  in.graphs_off = true;
+  in.capture_ready = true;
+  EXPECT_EQ(Decide(in), Action::kEager);
+  // A padded call that pads too much runs eagerly whatever its graph's state.
+  f.on_new_shape = ShapePolicy::kPad;
+  in.graphs_off = false;
+  in.padded = true;
+  in.pad_eager = true;
+  EXPECT_EQ(Decide(in), Action::kEagerOnce);
+}
+
 TEST(DecideTest, PrecaptureSkipsWhatACallWouldNotCapture) {
   MethodFlags f;
   f.warmup_calls = 0;

@@ -28,6 +28,8 @@ MethodFlags NonDefaultFlags() {
   f.verify_every = 100;
   f.verify_tolerance = 0.25;
   f.buckets = {1, 4, 16};
+  f.max_padding = 2.5;
+  f.capture_mode = CaptureMode::kBackground;
   return f;
 }
 
@@ -82,11 +84,11 @@ TEST(FlagTableTest, TextParsesBackAndJsonNamesEveryField) {
   EXPECT_EQ(json,
             "{\"graphs\":false,\"warmup_calls\":7,\"on_new_shape\":\"pad\",\"max_graphs\":9,\"checks\":\"trap\","
             "\"copy_outputs\":false,\"binding\":\"direct\",\"verify\":2,\"verify_every\":100,"
-            "\"verify_tolerance\":0.25,\"buckets\":[1,4,16]}");
+            "\"verify_tolerance\":0.25,\"buckets\":[1,4,16],\"max_padding\":2.5,\"capture_mode\":\"background\"}");
   EXPECT_EQ(MethodFlagsJson(MethodFlags{}),
             "{\"graphs\":true,\"warmup_calls\":3,\"on_new_shape\":\"refuse\",\"max_graphs\":4,\"checks\":\"record\","
             "\"copy_outputs\":true,\"binding\":\"auto\",\"verify\":0,\"verify_every\":0,\"verify_tolerance\":0,"
-            "\"buckets\":[]}");
+            "\"buckets\":[],\"max_padding\":0,\"capture_mode\":\"foreground\"}");
 }
 
 TEST(FlagTableTest, OneEntrySetsOnlyTheFieldsItNames) {

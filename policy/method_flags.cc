@@ -44,4 +44,12 @@ std::string_view BindingName(Binding b) {
   return "unknown";
 }
 
+std::string_view CaptureModeName(CaptureMode m) {
+  switch (m) {
+    case CaptureMode::kForeground: return "foreground";
+    case CaptureMode::kBackground: return "background";
+  }
+  return "unknown";
+}
+
 }  // namespace encore

@@ -24,10 +24,18 @@ enum class CheckMode { kRecord, kTrap, kOff };
 // references to them; kAuto picks direct where it is safe and cheaper
 // (policy/internal/binding_policy.h).
 enum class Binding { kStaged, kDirect, kAuto };
+// Where a capture is made. kForeground: on the call that needs the graph,
+// which launches it. kBackground: that call (and every call of its
+// signature until the graph is ready) runs eagerly and returns, while the
+// manager's worker thread records the graph on a stream of its own; the
+// first call after that launches it (docs/design.md "Capture in the
+// background").
+enum class CaptureMode { kForeground, kBackground };
 
 std::string_view ShapePolicyName(ShapePolicy p);
 std::string_view CheckModeName(CheckMode m);
 std::string_view BindingName(Binding b);
+std::string_view CaptureModeName(CaptureMode m);
 // "1|2|4|8" for {1, 2, 4, 8}; empty for none.
 std::string BucketsText(const std::vector<int64_t>& buckets);
 
@@ -52,6 +60,17 @@ struct MethodFlags {
   // kept whatever max_graphs says; empty means learned from the calls
   // (policy/internal/learned_buckets.h). Flags text `buckets=1|2|4|8`.
   std::vector<int64_t> buckets;
+  // Under kPad: a call of batch b runs eagerly (reason `padding`) when its
+  // bucket holds more than max_padding * b rows. 0 (unset): encore decides
+  // from what it measured, a padded replay against an eager run of b rows
+  // (docs/design.md "Serving"). Flags text `max_padding=2`; 0 or >= 1.
+  double max_padding = 0;
+  // Flags text `capture=foreground|background`. Under kBackground the
+  // method's body runs on the worker thread to be recorded, possibly while
+  // a call runs it eagerly on another thread: its host code must allow
+  // that. A method of several segments (an eager stage), one whose ranks
+  // vote (RankConsensus) and Method::Precapture capture in the foreground.
+  CaptureMode capture_mode = CaptureMode::kForeground;
 
   friend bool operator==(const MethodFlags&, const MethodFlags&) = default;
 };

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,7 @@ TEST(FlagsTextTest, TableOfBadTextsQuoteTheToken) {
       {"f:max_graphs=0", "method flags: bad token 'max_graphs=0': max_graphs takes an integer >= 1"},
       {"f:on_new_shape=retry", "method flags: bad token 'on_new_shape=retry': on_new_shape takes refuse, eager, recapture or pad"},
       {"f:checks=loud", "method flags: bad token 'checks=loud': checks takes record, trap or off"},
-      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance, buckets)"},
+      {"f:colour=red", "method flags: bad token 'colour=red': unknown flag 'colour' (graphs, warmup, on_new_shape, max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance, buckets, max_padding, capture)"},
       {"f:buckets=4|2", "method flags: bad token 'buckets=4|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
       {"f:buckets=0|2", "method flags: bad token 'buckets=0|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
       {"f:buckets=2|2", "method flags: bad token 'buckets=2|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
@@ -146,6 +147,59 @@ TEST(MethodFlagsTest, ValidationNamesTheFlagAndValue) {
   f.warmup_calls = 0;
   f.max_graphs = 0;
   EXPECT_EQ(ValidateMethodFlags(f, "method 'm'").message(), "method 'm': max_graphs is 0, must be >= 1");
+}
+
+// Never slower than eager: max_padding=2 (0, the default, means measured).
+TEST(FlagsTextTest, MaxPadding) {
+  auto t = FlagsText::Parse("serve:on_new_shape=pad,buckets=1|8,max_padding=2;half:max_padding=1.5");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_DOUBLE_EQ(t->Resolve("serve", {}).max_padding, 2.0);
+  EXPECT_DOUBLE_EQ(t->Resolve("half", {}).max_padding, 1.5);
+  EXPECT_DOUBLE_EQ(t->Resolve("other", {}).max_padding, 0.0);
+  EXPECT_TRUE(ValidateMethodFlags(t->Resolve("serve", {}), "m").ok());
+  auto bad = FlagsText::Parse("f:max_padding=two");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "method flags: bad token 'max_padding=two': max_padding takes a finite number >= 0");
+  bad = FlagsText::Parse("f:max_padding=-2");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "method flags: bad token 'max_padding=-2': max_padding takes a finite number >= 0");
+}
+
+// Capture in the background: capture=foreground|background, under the key
+// `capture` or the member's name.
+TEST(FlagsTextTest, CaptureMode) {
+  EXPECT_EQ(MethodFlags{}.capture_mode, CaptureMode::kForeground);
+  auto t = FlagsText::Parse("serve:capture=background;fg:capture_mode=foreground");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->Resolve("serve", {}).capture_mode, CaptureMode::kBackground);
+  EXPECT_EQ(t->Resolve("fg", {}).capture_mode, CaptureMode::kForeground);
+  EXPECT_EQ(CaptureModeName(CaptureMode::kBackground), "background");
+  auto bad = FlagsText::Parse("f:capture=later");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "method flags: bad token 'capture=later': capture takes foreground or background");
+  // Not a deciding flag: ranks capture in the foreground whatever it says.
+  MethodFlags f;
+  f.capture_mode = CaptureMode::kBackground;
+  EXPECT_EQ(DecisionFlagsText(f), DecisionFlagsText(MethodFlags{}));
+}
+
+TEST(MethodFlagsTest, MaxPaddingIsUnsetOrAtLeastOne) {
+  MethodFlags f;
+  EXPECT_TRUE(ValidateMethodFlags(f, "m").ok());
+  f.max_padding = 1;
+  EXPECT_TRUE(ValidateMethodFlags(f, "m").ok());
+  f.max_padding = 0.5;
+  EXPECT_EQ(ValidateMethodFlags(f, "method 'm'").message(),
+            "method 'm': max_padding is 0.5, must be 0 (unset: measured) or a finite number >= 1");
+  f.max_padding = -1;
+  EXPECT_EQ(ValidateMethodFlags(f, "m").code(), StatusCode::kInvalidArgument);
+  f.max_padding = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(ValidateMethodFlags(f, "m").code(), StatusCode::kInvalidArgument);
+  // It decides which buckets calls capture, so ranks must agree on it.
+  MethodFlags pad;
+  pad.on_new_shape = ShapePolicy::kPad;
+  pad.max_padding = 2;
+  EXPECT_EQ(DecisionFlagsText(pad), "graphs=on,warmup=3,on_new_shape=pad,max_graphs=4,max_padding=2");
 }
 
 TEST(MethodFlagsTest, DefaultsAreTheSpecs) {
@@ -245,7 +299,7 @@ TEST(FlagsTextWhitespaceTest, InvisibleCharactersInAQuotedTokenAreShown) {
       {"f:graphs=o\rn", "method flags: bad token 'graphs=o\\rn': graphs takes on or off"},
       {"f:gra\x01phs=on",
        "method flags: bad token 'gra\\x01phs=on': unknown flag 'gra\\x01phs' (graphs, warmup, on_new_shape, "
-       "max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance, buckets)"},
+       "max_graphs, checks, copy_outputs, binding, verify, verify_every, verify_tolerance, buckets, max_padding, capture)"},
       {"f:buckets=4|2", "method flags: bad token 'buckets=4|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
       {"f:buckets=0|2", "method flags: bad token 'buckets=0|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},
       {"f:buckets=2|2", "method flags: bad token 'buckets=2|2': buckets takes batch sizes >= 1 in ascending order, as 1|2|4|8 (none: learned)"},

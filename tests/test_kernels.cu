@@ -119,4 +119,21 @@ cudaError_t LaunchGreater(const float* x, float threshold, bool* flag, cudaStrea
   return cudaGetLastError();
 }
 
+namespace {
+// One thread busy for units * ns_per_unit nanoseconds of the device's clock.
+__global__ void SpinKernel(int64_t units, int64_t ns_per_unit) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const unsigned long long until = start + static_cast<unsigned long long>(units * ns_per_unit);
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now < until);
+}
+}  // namespace
+
+cudaError_t LaunchSpin(int64_t units, int64_t ns_per_unit, cudaStream_t s) {
+  SpinKernel<<<1, 1, 0, s>>>(units, ns_per_unit);
+  return cudaGetLastError();
+}
+
 }  // namespace encore::testing

@@ -40,6 +40,9 @@ cudaError_t LaunchIsOdd(const int* n, bool* flag, cudaStream_t s);
 cudaError_t LaunchAddScalar(float* p, float v, cudaStream_t s);
 // *flag = x[0] > threshold (one thread).
 cudaError_t LaunchGreater(const float* x, float threshold, bool* flag, cudaStream_t s);
+// Keeps the device busy for units * ns_per_unit nanoseconds (one thread):
+// work whose time grows with the rows a call runs.
+cudaError_t LaunchSpin(int64_t units, int64_t ns_per_unit, cudaStream_t s);
 
 }  // namespace encore::testing
 

@@ -19,6 +19,13 @@
 // a stream other than the previous launch's first waits for that launch (see
 // LastLaunch::Join, graph/store/internal/last_launch.h). Replays allocate
 // nothing, so memory cannot grow.
+//
+// A capture made in the background (capture=background) is recorded on the
+// manager's worker thread and first launched by a later call: between the
+// two it is *held* (HoldCapture), its new slabs still pending, while calls
+// run and other captures begin. A shared arena (set_shared) serializes
+// every call with a mutex, since the worker and the method's callers use it
+// at once; otherwise its one owner serializes them and no lock is taken.
 #ifndef ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_
 #define ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_
 
@@ -27,6 +34,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <set>
 #include <vector>
 
 #include "encore/allocator/internal/ledger.h"
@@ -50,7 +59,10 @@ class GraphArena {
   StatusOr<void*> AllocateEager(size_t bytes, cudaStream_t stream);
   // Returns this call's eager blocks on `stream`, in stream order.
   Status EndEagerCall(cudaStream_t stream);
-  size_t eager_peak_bytes() const { return eager_call_peak_; }
+  size_t eager_peak_bytes() const {
+    auto lock = Guard();
+    return eager_call_peak_;
+  }
 
   // --- captures
   // Starts capture `capture_id`; grows the arena to `reserve_bytes` first
@@ -64,6 +76,24 @@ class GraphArena {
   Status AbortCapture();
   // The graph of `capture_id` was dropped (LRU, Release).
   void DropGraph(uint64_t capture_id);
+
+  // --- captures held for a later first launch (capture=background)
+  // Ends the recording of the capture in progress without committing it:
+  // its new slabs stay pending (its own, freed if it is abandoned), what it
+  // reaches counts as kept (TrimUnused keeps it), and another capture may
+  // begin.
+  void HoldCapture();
+  // The held capture's graph launched: its memory is the method's.
+  void CommitHeld(uint64_t capture_id);
+  // The held capture is abandoned (its first launch failed, Release): its
+  // pending slabs that no other graph or capture reaches are freed, once;
+  // those another one reaches become the method's. While another capture
+  // is open (on the worker) they are freed when it ends instead: no
+  // cudaFree runs beside a capture in progress.
+  Status AbortHeld(uint64_t capture_id);
+  // Serializes every call with a mutex from now on (before a second thread
+  // uses the arena).
+  void set_shared() { shared_ = true; }
   // Bytes BeginCapture(id, reserve_bytes) would add to the slabs now.
   size_t GrowthForCapture(size_t reserve_bytes) const;
   // Frees the committed slabs no kept graph reaches (every graph bumps from
@@ -81,8 +111,17 @@ class GraphArena {
   Status AddSlab(size_t bytes, bool in_capture);
   // Frees slabs the ledger handed back; the first error wins.
   Status FreeSlabs(const std::vector<AllocationLedger::Block>& blocks);
+  // The slabs AbortHeld left for the end of the capture that was open.
+  void FreeDeferred();
   void UpdatePeak();
   size_t GraphLiveBytes() const;
+  // The slabs, from the first, some kept or held graph or the capture in
+  // progress reaches.
+  size_t Reached() const;
+  // The arena's mutex when it is shared; else nothing is locked.
+  std::unique_lock<std::mutex> Guard() const {
+    return shared_ ? std::unique_lock<std::mutex>(mu_) : std::unique_lock<std::mutex>();
+  }
 
   // Every slab, in allocation order: the capture cursor walks its blocks.
   AllocationLedger ledger_;
@@ -95,6 +134,12 @@ class GraphArena {
   std::map<uint64_t, size_t> graph_used_;
   // How many slabs, from the first, each kept graph reaches.
   std::map<uint64_t, size_t> graph_slabs_;
+  // Captures held for their first launch (also in graph_used_ and
+  // graph_slabs_).
+  std::set<uint64_t> held_;
+  std::vector<AllocationLedger::Block> deferred_;  // out of the ledger, to free
+  bool shared_ = false;
+  mutable std::mutex mu_;
 
   std::vector<void*> eager_blocks_;
   size_t eager_call_bytes_ = 0;

@@ -30,6 +30,11 @@ class AllocationLedger {
   // The capture failed: removes its pending blocks and returns them for the
   // caller to free. A second call for the same id returns nothing.
   std::vector<Block> Abort(uint64_t capture_id);
+  // A capture abandoned after others may have reached its blocks (a
+  // capture held for a later first launch, GraphArena::AbortHeld): its
+  // pending blocks before index `first` become committed (another graph
+  // reaches them), those at `first` and after are removed and returned.
+  std::vector<Block> AbortFrom(uint64_t capture_id, size_t first);
   // Removes every committed block and returns it (Release, destruction).
   // Pending blocks stay: a capture in progress still owns them.
   std::vector<Block> TakeCommitted();

@@ -38,6 +38,7 @@
   X(EventRecord, cudaEventRecord, (cudaEvent_t, cudaStream_t))                               \
   X(EventSynchronize, cudaEventSynchronize, (cudaEvent_t))                                   \
   X(EventQuery, cudaEventQuery, (cudaEvent_t))                                               \
+  X(EventElapsedTime, cudaEventElapsedTime, (float*, cudaEvent_t, cudaEvent_t))              \
   X(GraphCreate, cudaGraphCreate, (cudaGraph_t*, unsigned int))                              \
   X(GraphDestroy, cudaGraphDestroy, (cudaGraph_t))                                           \
   X(GraphGetNodes, cudaGraphGetNodes, (cudaGraph_t, cudaGraphNode_t*, size_t*))              \

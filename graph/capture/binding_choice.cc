@@ -96,6 +96,12 @@ double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, 
   return us;
 }
 
+BindingChoice BackgroundBinding(Binding asked) {
+  return {Binding::kStaged, "binding=" + std::string(BindingName(asked)) +
+                                ": staged, because capture=background: the probe that proves a direct form runs "
+                                "the graph, and a capture in the background runs nothing"};
+}
+
 void UseStagedBinding(const CaptureContext& c, PieceGraph& piece, const std::string& why, int64_t index) {
   piece.UseStagedBinding("binding=" + std::string(BindingName(c.info.flags.binding)) + ": staged, because " + why);
   c.info.log.Info("binding_probe", {{"method", c.info.name}, {"call", index}, {"result", "staged"}, {"reason", why}});

@@ -141,8 +141,9 @@ Status CapturePipeline::RunSegments(CaptureJob& job) {
 
 CaptureOutcome CapturePipeline::FailBeforeAnyPiece(CaptureJob& job, const StepFailure& f) {
   // Frees exactly what this capture allocated; nothing if its arena
-  // capture never began.
-  (void)c_.store.arena.AbortCapture();
+  // capture never began. A background capture's preparation begins none,
+  // and the worker may have its own open: that one is not this call's.
+  if (!job.background) (void)c_.store.arena.AbortCapture();
   const Status named = NameMethod(c_.info.name, f.status);
   const CaptureFailure c = ClassifyCaptureFailure(f.step, named, f.cuda_capture_error, /*graph_launched=*/false);
   // The other ranks vote just before their first launch: this is a "no".

@@ -68,8 +68,12 @@ StepResult CapturePipeline::Record(CaptureJob& job, PieceJob& pj) {
   ScopedThreadCapture thread_capture;
   NvtxScope range(c_.info.nvtx, NvtxRange::kCaptureRecord);
   GraphEntry& e = *job.entry;
-  // Poisoned, so an output written by work outside the capture shows.
-  if (Status s = PoisonOutputs(e.static_outputs, job.capture); !s.ok()) return Failed(CaptureStep::kBegin, s);
+  // Poisoned, so an output written by work outside the capture shows. Not
+  // in the background: that would run device work beside the replays of
+  // the method's other graphs, whose buffers share this memory.
+  if (!job.background) {
+    if (Status s = PoisonOutputs(e.static_outputs, job.capture); !s.ok()) return Failed(CaptureStep::kBegin, s);
+  }
   if (job.control_ready) {
     // The loops' counters live as long as the graph (device memory: made
     // before the capture).
@@ -156,9 +160,11 @@ StepResult CapturePipeline::CheckUnreferenced(CaptureJob& job, PieceJob& pj, con
                                                bool complete) {
   GraphEntry& e = *job.entry;
   if (!complete) return std::nullopt;  // the scan could not read every node: no conclusion
-  StatusOr<std::string> outside = WorkOutsideCapture(e.static_outputs, referenced, job.capture);
-  if (!outside.ok()) return Failed(CaptureStep::kMethod, outside.status());
-  if (!outside->empty()) return Failed(CaptureStep::kMethod, FailedPreconditionError(*outside));
+  if (!job.background) {  // the check reads the poison back: device work and a sync
+    StatusOr<std::string> outside = WorkOutsideCapture(e.static_outputs, referenced, job.capture);
+    if (!outside.ok()) return Failed(CaptureStep::kMethod, outside.status());
+    if (!outside->empty()) return Failed(CaptureStep::kMethod, FailedPreconditionError(*outside));
+  }
   if (!c_.info.flags.copy_outputs) return std::nullopt;
   std::vector<int> untouched;
   for (size_t i = 0; i < e.static_outputs.size(); ++i) {
@@ -194,6 +200,10 @@ StepResult CapturePipeline::Finalize(CaptureJob& job, PieceJob& pj) {
   }
   pj.direct = ChoosePieceBinding(c_, piece, BindingInput{std::move(scan), pj.nodes, job.plan->padded(), body_checks,
                                                          e.static_inputs, e.static_outputs, job.recaptures});
+  if (job.background && pj.direct) {
+    pj.direct.reset();  // the probe that proves a direct form runs the graph
+    piece.binding = BackgroundBinding(c_.info.flags.binding);
+  }
   job.phases.scan += Lap(&job.lap);
   return Instantiate(job, pj);
 }
@@ -206,7 +216,7 @@ StepResult CapturePipeline::Instantiate(CaptureJob& job, PieceJob& pj) {
   // Under kRecapture with the cache full, the least recently used graph's
   // executable updated in place when CUDA accepts it: cheaper than a new
   // instantiation.
-  if (job.recapture && !piece.conditional &&
+  if (job.recapture && !job.background && !piece.conditional &&
       static_cast<int>(c_.store.cache.size()) >= c_.pad.GraphCap(c_.info.flags.max_graphs)) {
     NvtxScope range(c_.info.nvtx, NvtxRange::kCaptureUpdate);
     if (c_.store.cache.AdoptLruExecutable(*job.entry)) {

@@ -40,6 +40,7 @@ Status DeviceChecks::PrepareForCapture(cudaStream_t stream) {
 int DeviceChecks::MessageId(std::string_view message) {
   // One id per distinct message, so an eager method that checks on every
   // call does not grow the list.
+  std::lock_guard<std::mutex> lock(messages_mu_);
   auto it = message_ids_.find(std::string(message));
   if (it != message_ids_.end()) return it->second;
   if (messages_.size() >= kMaxMessages) return kOverflowId;
@@ -101,6 +102,7 @@ Status DeviceChecks::TakeFailure() {
 }
 
 std::string DeviceChecks::MessageText(int id) const {
+  std::lock_guard<std::mutex> lock(messages_mu_);
   if (id >= 0 && id < static_cast<int>(messages_.size())) return messages_[id];
   if (id == kOverflowId) {
     return "(one of more than " + std::to_string(kMaxMessages) + " distinct check messages; its text was not kept)";

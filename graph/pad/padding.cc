@@ -18,6 +18,8 @@ Padding::Padding(const MethodFlags& flags)
     : on_(flags.on_new_shape == ShapePolicy::kPad),
       listed_(!flags.buckets.empty()),
       buckets_(flags.buckets),
+      max_padding_(flags.max_padding),
+      measured_(on_ && flags.max_padding == 0),
       learner_(flags.max_graphs) {}
 
 int Padding::GraphCap(int max_graphs) const {
@@ -36,6 +38,7 @@ std::optional<std::vector<int64_t>> Padding::Review() {
   if (!next) return std::nullopt;
   std::vector<int64_t> previous = std::move(buckets_);
   buckets_ = *std::move(next);
+  cost_.KeepBuckets(buckets_);
   return previous;
 }
 
@@ -51,6 +54,7 @@ int64_t Padding::BucketRows(int64_t batch) const {
 
 std::string_view Padding::EagerReason(int64_t batch) const {
   if (batch <= 0) return eager_reason::kEmptyBatch;
+  if (BucketRows(batch) > 0) return eager_reason::kPadding;
   return buckets_.empty() ? eager_reason::kNoBuckets : eager_reason::kAboveBuckets;
 }
 

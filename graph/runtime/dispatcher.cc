@@ -42,16 +42,27 @@ Status Dispatcher::RunPadded(Args inputs, Args outputs, cudaStream_t stream) {
     plan.graph_inputs = views.inputs;
     plan.graph_outputs = views.outputs;
   }
-  if (s_.ledger.graphs.on() && rows > 0) {
+  // Never slower than eager: a call its bucket would pad too much takes
+  // the slow path, which runs it eagerly (reason padding).
+  if (s_.ledger.graphs.on() && rows > 0 && !s_.pad.EagerInstead(batch, rows)) {
     const size_t match = s_.store.cache.Find(plan.graph_inputs, plan.graph_outputs);
     if (match < s_.store.cache.size() && PointersOk(inputs) && PointersOk(outputs)) {
       const int64_t index = ++s_.ledger.stats.calls;
-      s_.ledger.stats.real_rows += batch;
-      s_.ledger.stats.padded_rows += rows - batch;
-      return Replay(s_.store.cache.Touch(match), plan, stream, index);
+      return PaddedReplay(s_.store.cache.Touch(match), plan, stream, index, rows);
     }
   }
   return Dispatch(plan, stream, rows, /*first=*/0);
+}
+
+Status Dispatcher::PaddedReplay(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index,
+                                int64_t rows) {
+  // real_rows and padded_rows count the calls a padded graph answers.
+  s_.ledger.stats.real_rows += plan.batch;
+  s_.ledger.stats.padded_rows += rows - plan.batch;
+  const bool timed = s_.pad.StartTiming(stream, /*replay=*/true, rows);
+  Status s = Replay(g, plan, stream, index);
+  if (timed) s_.pad.StopTiming(stream, s.ok());
+  return s;
 }
 
 void Dispatcher::CompareFlagsOnce() {
@@ -72,12 +83,15 @@ Status Dispatcher::Validate(const CallPlan& plan) const {
   return OkStatus();
 }
 
-Action Dispatcher::Decide(const CallPlan& plan, bool has_bucket, size_t first, size_t* match) const {
+Action Dispatcher::Decide(const CallPlan& plan, int64_t rows, size_t first, size_t* match) const {
+  const bool has_bucket = !plan.padded() || rows > 0;
   *match = has_bucket ? s_.store.cache.Find(plan.graph_inputs, plan.graph_outputs, first) : s_.store.cache.size();
   DecisionInput in{&s_.info.flags, !s_.ledger.graphs.on(), s_.ledger.warmups_done, !s_.store.cache.empty(),
                    *match < s_.store.cache.size()};
   in.padded = plan.padded();
   in.has_bucket = has_bucket;
+  in.pad_eager = plan.padded() && rows > 0 && s_.pad.EagerInstead(plan.batch, rows);
+  FillBackground(plan, *match, in);
   in.precapture = plan.precapture;
   return encore::Decide(in);
 }
@@ -89,7 +103,7 @@ Status Dispatcher::Dispatch(const CallPlan& plan, cudaStream_t stream, int64_t r
   ENCORE_RETURN_IF_ERROR(s_.votes.failure());
   ENCORE_RETURN_IF_ERROR(Validate(plan));
   size_t match = 0;
-  const Action action = VetoCapture(Decide(plan, /*has_bucket=*/!plan.padded() || rows > 0, first, &match));
+  const Action action = VetoCapture(Decide(plan, rows, first, &match));
   ENCORE_RETURN_IF_ERROR(s_.votes.failure());
   return CarryOut(action, plan, stream, match, rows);
 }
@@ -97,18 +111,20 @@ Status Dispatcher::Dispatch(const CallPlan& plan, cudaStream_t stream, int64_t r
 Status Dispatcher::CarryOut(Action action, const CallPlan& plan, cudaStream_t stream, size_t match, int64_t rows) {
   if (action == Action::kRefuse) return Refuse(plan);
   const int64_t index = ++s_.ledger.stats.calls;
-  if (plan.padded()) s_.ledger.stats.real_rows += plan.batch;
-  const int64_t padding = plan.padded() && rows > 0 ? rows - plan.batch : 0;
   switch (action) {
     case Action::kWarmup:
       return Warmup(plan, stream, index);
     case Action::kReplay:
-      s_.ledger.stats.padded_rows += padding;
+      if (plan.padded()) return PaddedReplay(s_.store.cache.Touch(match), plan, stream, index, rows);
       return Replay(s_.store.cache.Touch(match), plan, stream, index);
     case Action::kCapture:
     case Action::kRecapture:
-      s_.ledger.stats.padded_rows += padding;
-      return Capture(plan, stream, index, action == Action::kRecapture);
+      if (s_.background.on()) return CaptureInBackground(plan, stream, index, action == Action::kRecapture);
+      return Capture(plan, stream, index, action == Action::kRecapture, rows);
+    case Action::kCapturing:
+      return Eager(plan, stream, index, eager_reason::kCapturing);
+    case Action::kFirstLaunch:
+      return FirstLaunch(plan, stream, index, rows);
     case Action::kEagerOnce:
       s_.info.log.Debug("eager_new_shape", {{"method", s_.info.name}, {"call", index}});
       return Eager(plan, stream, index, plan.padded() ? s_.pad.EagerReason(plan.batch) : eager_reason::kNewShape);
@@ -159,8 +175,11 @@ std::string Dispatcher::CheckConstants() {
 }
 
 Status Dispatcher::Refuse(const CallPlan& plan) {
-  // The most recent graph is the one the user most likely meant.
-  Status guard = s_.store.cache.front().signature.Compare(s_.info.name, plan.inputs, plan.outputs);
+  // The most recent graph is the one the user most likely meant (or, none
+  // launched yet, the first one the worker was given).
+  const CallSignature& kept =
+      s_.store.cache.empty() ? s_.background.front_signature() : s_.store.cache.front().signature;
+  Status guard = kept.Compare(s_.info.name, plan.inputs, plan.outputs);
   Status s(guard.code(), std::string(guard.message()) + RefusalRemedy(s_.info.name));
   ++s_.ledger.stats.refusals;
   // A server refusing every call must not log every call: the first line,
@@ -173,6 +192,13 @@ Status Dispatcher::Refuse(const CallPlan& plan) {
 
 Status Dispatcher::Warmup(const CallPlan& plan, cudaStream_t stream, int64_t index) {
   NvtxScope range(s_.info.nvtx, NvtxRange::kWarmup);
+  const bool timed = plan.padded() && s_.pad.StartTiming(stream, /*replay=*/false, plan.batch);
+  Status s = WarmupRun(plan, stream, index);
+  if (timed) s_.pad.StopTiming(stream, s.ok());
+  return s;
+}
+
+Status Dispatcher::WarmupRun(const CallPlan& plan, cudaStream_t stream, int64_t index) {
   ++s_.ledger.stats.warmup_calls;
   ++s_.ledger.warmups_done;
   // What the warmups write in the constants, for the probe and verification
@@ -196,7 +222,12 @@ Status Dispatcher::Eager(const CallPlan& plan, cudaStream_t stream, int64_t inde
   NvtxScope range(s_.info.nvtx, NvtxRange::kEager);
   s_.ledger.CountEager(reason);
   ENCORE_RETURN_IF_ERROR(s_.votes.failure());
-  return s_.runner.RunAll(plan.inputs, plan.outputs, stream, CallKind::kEager, index);
+  // A padded method's eager runs are what its padded replays are measured
+  // against (graph/pad/internal/padding.h).
+  const bool timed = plan.padded() && s_.ledger.graphs.on() && s_.pad.StartTiming(stream, /*replay=*/false, plan.batch);
+  Status s = s_.runner.RunAll(plan.inputs, plan.outputs, stream, CallKind::kEager, index);
+  if (timed) s_.pad.StopTiming(stream, s.ok());
+  return s;
 }
 
 std::optional<CaptureOutcome> Dispatcher::CaptureInBudget(const CallPlan& plan, cudaStream_t stream, int64_t index,
@@ -216,11 +247,20 @@ std::optional<CaptureOutcome> Dispatcher::CaptureInBudget(const CallPlan& plan, 
   return out;
 }
 
-Status Dispatcher::Capture(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture) {
+Status Dispatcher::Capture(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture, int64_t rows) {
+  if (!s_.background.off_reason().empty() && !s_.background.off_logged) {
+    s_.background.off_logged = true;
+    s_.info.log.Info("capture_foreground", {{"method", s_.info.name}, {"reason", s_.background.off_reason()}});
+  }
   std::optional<CaptureOutcome> out = CaptureInBudget(plan, stream, index, recapture);
   if (!out) {
     s_.info.log.Debug("eager_over_budget", {{"method", s_.info.name}, {"call", index}});
     return Eager(plan, stream, index, eager_reason::kOverBudget);
+  }
+  if (plan.padded() && out->kind == CaptureOutcome::Kind::kCaptured) {
+    // The capture launch answered the call with the padded graph.
+    s_.ledger.stats.real_rows += plan.batch;
+    s_.ledger.stats.padded_rows += rows - plan.batch;
   }
   return Book(*std::move(out), plan, stream, index);
 }
@@ -236,7 +276,7 @@ Status Dispatcher::Book(CaptureOutcome out, const CallPlan& plan, cudaStream_t s
     VerifiedLaunch* launch = verify->launch ? &*verify->launch : nullptr;
     s = s_.ledger.Apply(Verification(s_.context).Finish(launch, verify->outputs, stream, index), index);
   }
-  if (!s_.ledger.graphs.on()) s_.constants.DropScratch();  // no launch to check any more
+  if (!s_.ledger.graphs.on()) GraphsWentOff();
   return s;
 }
 

@@ -41,6 +41,7 @@ Status Ledger::Apply(CaptureOutcome out, int64_t index, bool precapture) {
   stats.Add(out.counts);
   if (out.kind == CaptureOutcome::Kind::kCaptured) {
     ++(out.graph.recapture ? stats.recaptures : stats.captures);
+    if (out.graph.background) ++stats.background_captures;
     stats.last_capture_us = CaptureMicros(out.graph.us);
     stats.capture_us += stats.last_capture_us;
     LogCaptured(out.graph, index);

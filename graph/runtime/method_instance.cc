@@ -10,9 +10,24 @@
 
 namespace encore {
 
-MethodInstance::MethodInstance(InstanceSpec spec) : s_(std::move(spec), this) {}
+MethodInstance::MethodInstance(InstanceSpec spec)
+    : worker_(spec.flags.capture_mode == CaptureMode::kBackground ? spec.worker : nullptr), s_(std::move(spec), this) {
+  if (!s_.background.on()) return;
+  s_.background.set_submit([this](uint64_t id) { worker_->Submit(this, [this, id] { RecordJob(id); }); });
+}
 
 MethodInstance::~MethodInstance() {
+  if (s_.background.on()) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      QuiesceBackground(lock);
+    }
+    // No task of this instance may run once it is gone: the queued ones
+    // are dropped, and one the worker already took up (it finds its job
+    // abandoned) is waited for.
+    worker_->Cancel(this);
+    worker_->WaitIdle(this);
+  }
   Status s = s_.store.last_launch.Wait();
   if (!s.ok()) s_.info.log.Error("release_failed", {{"method", s_.info.name}, {"error", s.message()}});
   s_.ledger.LogPending();
@@ -42,7 +57,9 @@ Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
 Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream) {
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Precapture"));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  // Precapture captures in the foreground, now: the worker's jobs go first.
+  QuiesceBackground(lock);
   ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
   Status s = dispatcher_.Precapture(inputs, outputs, stream);
   s_.store.last_launch.EndCall();
@@ -52,7 +69,8 @@ Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream
 Status MethodInstance::Release() {
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Release"));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  QuiesceBackground(lock);
   ENCORE_RETURN_IF_ERROR(s_.store.last_launch.Wait());
   s_.store.cache.Clear();
   s_.constants.DropScratch();

@@ -82,7 +82,7 @@ Status Dispatcher::PrecaptureOne(Args inputs, Args outputs, cudaStream_t stream,
   }
   plan.precapture = true;
   size_t match = 0;
-  Action action = Decide(plan, /*has_bucket=*/true, /*first=*/0, &match);
+  Action action = Decide(plan, /*rows=*/plan.padded() ? rows : 0, /*first=*/0, &match);
   if (action == Action::kRefuse) return Refuse(plan);
   if (action == Action::kSkip && match < s_.store.cache.size()) {
     s_.info.log.Info("precapture",

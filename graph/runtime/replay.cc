@@ -60,7 +60,7 @@ Status Dispatcher::Replay(GraphEntry& g, const CallPlan& plan, cudaStream_t stre
     ++s_.ledger.stats.replays;
     LogReplay(index);
     Status s = s_.ledger.Apply(verification.Finish(v ? &*v : nullptr, checked, stream, index), index);
-    if (!s_.ledger.graphs.on()) s_.constants.DropScratch();  // no launch to check any more
+    if (!s_.ledger.graphs.on()) GraphsWentOff();
     return s;
   }
   ++g.launches;

@@ -22,6 +22,9 @@ enum class Action {
   kEagerOnce,  // new shape under kEager (or a batch no bucket holds): run eagerly, keep the graphs
   kRefuse,     // new shape under kRefuse
   kSkip,       // Precapture: nothing to capture for this signature
+  // capture=background:
+  kCapturing,    // the call's graph is being made on the worker: run eagerly
+  kFirstLaunch,  // the call's graph was made on the worker: launch it first
 };
 
 // What one call (or one signature Method::Precapture captures) finds. The
@@ -36,6 +39,12 @@ struct DecisionInput {
   bool matching_graph = false;   // a kept graph matches this call
   bool padded = false;           // on_new_shape=pad
   bool has_bucket = true;        // padded: a bucket holds the call's batch
+  bool pad_eager = false;        // padded: the bucket's replay would be slower than eager
+  // capture=background: the call's signature is queued for the worker or
+  // being recorded there (pending), or its graph is ready for its first
+  // launch (ready). A pending or ready graph counts in has_graph.
+  bool capture_pending = false;
+  bool capture_ready = false;
   bool precapture = false;       // Method::Precapture, not a call
 };
 

@@ -11,8 +11,8 @@ namespace encore {
 namespace {
 
 // The values of each enum the text takes, in the order its errors list them;
-// the parser accepts exactly the names that ShapePolicyName, CheckModeName
-// and BindingName print.
+// the parser accepts exactly the names that ShapePolicyName, CheckModeName,
+// BindingName and CaptureModeName print.
 template <class E>
 struct EnumValues;
 template <>
@@ -30,6 +30,11 @@ template <>
 struct EnumValues<Binding> {
   static constexpr Binding kAll[] = {Binding::kStaged, Binding::kDirect, Binding::kAuto};
   static std::string_view Name(Binding b) { return BindingName(b); }
+};
+template <>
+struct EnumValues<CaptureMode> {
+  static constexpr CaptureMode kAll[] = {CaptureMode::kForeground, CaptureMode::kBackground};
+  static std::string_view Name(CaptureMode m) { return CaptureModeName(m); }
 };
 template <class T>
 constexpr bool kIsFlagEnum = std::is_enum_v<T>;
@@ -123,6 +128,14 @@ Status CheckBuckets(const FlagField&, const MethodFlags& f, std::string_view wha
   return OkStatus();
 }
 
+// 0 (unset) or at least 1: below 1 every padded call would run eagerly,
+// since a bucket always holds at least the call's rows.
+Status CheckMaxPadding(const FlagField&, const MethodFlags& f, std::string_view what) {
+  if (f.max_padding == 0 || (f.max_padding >= 1 && !std::isinf(f.max_padding))) return OkStatus();
+  return InvalidArgumentError(std::string(what) + ": max_padding is " + JsonNumber(f.max_padding) +
+                              ", must be 0 (unset: measured) or a finite number >= 1");
+}
+
 using D = InDecisionText;
 constexpr FlagField kFields[] = {
     {"graphs", "graphs", &MethodFlags::graphs, 0, D::kAlways, nullptr},
@@ -136,6 +149,8 @@ constexpr FlagField kFields[] = {
     {"verify_every", "verify_every", &MethodFlags::verify_every, 0, D::kUnlessDefault, nullptr},
     {"verify_tolerance", "verify_tolerance", &MethodFlags::verify_tolerance, 0, D::kNo, CheckVerification},
     {"buckets", "buckets", &MethodFlags::buckets, 0, D::kUnlessDefault, CheckBuckets},
+    {"max_padding", "max_padding", &MethodFlags::max_padding, 0, D::kUnlessDefault, CheckMaxPadding},
+    {"capture_mode", "capture", &MethodFlags::capture_mode, 0, D::kNo, nullptr},
 };
 static_assert(std::size(kFields) == kMethodFlagsMembers,
               "every member of MethodFlags needs its row in kFields (policy/internal/flag_table.cc)");

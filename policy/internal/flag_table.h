@@ -24,7 +24,7 @@ namespace encore {
 
 using FlagMember = std::variant<bool MethodFlags::*, int MethodFlags::*, double MethodFlags::*,
                                 ShapePolicy MethodFlags::*, CheckMode MethodFlags::*, Binding MethodFlags::*,
-                                std::vector<int64_t> MethodFlags::*>;
+                                CaptureMode MethodFlags::*, std::vector<int64_t> MethodFlags::*>;
 
 // Whether a flag is part of DecisionFlagsText: ranks that vote on captures
 // must agree on the flags that decide them.
@@ -63,7 +63,8 @@ void CopyFlag(const FlagField& field, const MethodFlags& from, MethodFlags& to);
 bool FlagIsDefault(const FlagField& field, const MethodFlags& flags);
 
 // Checks ranges (warmup_calls >= 0, max_graphs >= 1, verify, verify_every
-// and verify_tolerance >= 0, buckets positive and strictly ascending);
+// and verify_tolerance >= 0, buckets positive and strictly ascending,
+// max_padding 0 or >= 1);
 // `what` names the owner.
 Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
 
@@ -73,8 +74,11 @@ Status ValidateMethodFlags(const MethodFlags& flags, std::string_view what);
 // one rank votes while another runs an eager collective, and NCCL pairs the
 // vote with that collective. verify and verify_every join the text only when
 // set, since each verified launch of several ranks is a vote; buckets join
-// it when listed, since they decide which captures happen. checks,
-// copy_outputs, binding and verify_tolerance are left out (kNo in the table).
+// it when listed, since they decide which captures happen, and so does
+// max_padding when set (it decides which buckets a call captures). checks,
+// copy_outputs, binding, verify_tolerance and capture_mode are left out (kNo
+// in the table; several ranks capture in the foreground whatever
+// capture_mode says).
 std::string DecisionFlagsText(const MethodFlags& flags);
 // A 64-bit FNV-1a hash of DecisionFlagsText, stable across processes and
 // builds, so ranks can compare it in one all-reduce.

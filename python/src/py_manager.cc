@@ -29,6 +29,17 @@ PyManager* CreateManager(const std::string& flags_text, size_t budget, nb::objec
 
 }  // namespace
 
+PyManager::~PyManager() { ReleaseWithoutGil(std::move(manager_)); }
+
+std::string PyManager::report_json() const {
+  nb::gil_scoped_release nogil;
+  return manager_->ReportJson();
+}
+
+void PyManager::wait_for_captures() {
+  WithoutGil([&] { return manager_->WaitForCaptures(); });
+}
+
 PyMethod* PyManager::register_method(const std::string& name, nb::object body, nb::object constants,
                                       nb::object flags_text) {
   MethodSpec spec;
@@ -51,7 +62,8 @@ void BindManager(nb::module_& m) {
                   nb::arg("level"), nb::rv_policy::take_ownership)
       .def("register_method", &PyManager::register_method, nb::arg("name"), nb::arg("body"),
            nb::arg("constants").none(), nb::arg("flags_text").none(), nb::rv_policy::take_ownership)
-      .def("report_json", &PyManager::report_json);
+      .def("report_json", &PyManager::report_json)
+      .def("wait_for_captures", &PyManager::wait_for_captures);
 }
 
 }  // namespace encore::python

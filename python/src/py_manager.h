@@ -27,7 +27,15 @@ class PyManager {
   // text (None: the manager's defaults). Raises the error of Register.
   PyMethod* register_method(const std::string& name, nanobind::object body, nanobind::object constants,
                                    nanobind::object flags_text);
-  std::string report_json() const { return manager_->ReportJson(); }
+  // Both with the GIL released: the manager's capture worker may be
+  // logging (to Python, which takes the GIL) with a method's mutex held.
+  std::string report_json() const;
+  // Manager::WaitForCaptures (Manager.synchronize_captures in Python).
+  void wait_for_captures();
+  // Drops this handle's share of the manager with the GIL released: the
+  // last one ends the manager, which waits for a background capture being
+  // recorded, whose Python body needs the GIL.
+  ~PyManager();
 
  private:
   // Shared with every PyMethod it made: a method keeps its manager, which

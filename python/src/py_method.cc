@@ -100,7 +100,25 @@ void PyMethod::synchronize(uintptr_t stream) {
   WithoutGil([&] { return method_->Synchronize(reinterpret_cast<cudaStream_t>(stream)); });
 }
 
-std::string PyMethod::report_json() const { return method_->Report().ToJson(); }
+PyMethod::~PyMethod() { ReleaseWithoutGil(std::move(manager_)); }
+
+std::string PyMethod::report_json() const {
+  // Without the GIL: the capture worker may be logging to Python with this
+  // method's mutex held, which Report takes.
+  nb::gil_scoped_release nogil;
+  return method_->Report().ToJson();
+}
+
+void ReleaseWithoutGil(std::shared_ptr<Manager> manager) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  if (manager == nullptr || !Py_IsInitialized() || finalizing || !PyGILState_Check()) return;
+  nb::gil_scoped_release nogil;
+  manager.reset();
+}
 
 std::vector<Constant> ToConstants(nb::handle constants) {
   std::vector<Constant> out;

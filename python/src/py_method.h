@@ -43,6 +43,10 @@ struct PyCallSlots {
 class PyMethod {
  public:
   PyMethod(Method* method, std::shared_ptr<Manager> manager);
+  // As ~PyManager: the last share of the manager goes with the GIL released.
+  ~PyMethod();
+  PyMethod(const PyMethod&) = delete;
+  PyMethod& operator=(const PyMethod&) = delete;
 
   // Method::Run over `inputs` and `outputs` (lists of tensors) on `stream`,
   // the GIL released while encore runs; raises its error, or
@@ -66,6 +70,11 @@ class PyMethod {
   Method* method_;  // owned by manager_
   std::shared_ptr<Manager> manager_;
 };
+
+// Drops `manager` (a share of it) with the GIL released when this thread
+// holds it and the interpreter is not finalizing: the manager's end waits
+// for a background capture, whose Python body takes the GIL.
+void ReleaseWithoutGil(std::shared_ptr<Manager> manager);
 
 // (name, data_ptr, bytes, read_only) tuples as Constants.
 std::vector<Constant> ToConstants(nanobind::handle constants);

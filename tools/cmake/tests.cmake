@@ -3,6 +3,7 @@
 # a GPU (.ci/run checks that this list and Bazel's agree).
 set(ENCORE_CPU_TESTS
   sealed_surface_test
+  allocator/graph_arena_test
   allocator/ledger_test
   allocator/memory_budget_test
   core/cuda_api_test
@@ -20,11 +21,13 @@ set(ENCORE_CPU_TESTS
   graph/binding/variant_cache_test
   graph/body/method_body_test
   graph/capture_fence_test
+  graph/capture_worker_test
   graph/capture/graph_dump_test
   graph/checks/device_check_kernel_args_test
   graph/control/conditional_support_test
   graph/control/control_args_test
   graph/manager_test
+  graph/runtime/background_captures_test
   graph/method_report_test
   graph/retired_owners_test
   graph/verify/block_map_test
@@ -40,6 +43,7 @@ set(ENCORE_CPU_TESTS
   policy/method_flags_text_test
   policy/method_votes_test
   policy/pad_policy_test
+  policy/padding_cost_test
   policy/rank_consensus_test
   shims/philox_reference_test
   shims/shims_args_test

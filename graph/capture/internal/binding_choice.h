@@ -41,6 +41,10 @@ Status InstantiateStaged(PieceGraph& piece, CaptureCounts& counts);
 double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, int64_t index, CaptureCounts& counts);
 // The piece is staged from now on, with `why`; logged.
 void UseStagedBinding(const CaptureContext& c, PieceGraph& piece, const std::string& why, int64_t index);
+// The staged binding of a piece captured in the background that direct
+// binding would have bound: the probe that proves a direct form launches
+// the graph, and a background capture launches nothing.
+BindingChoice BackgroundBinding(Binding asked);
 // binding=auto's second look at a direct piece once its replays show
 // whether the caller's addresses recur.
 void RejudgeAutoBinding(const CaptureContext& c, PieceGraph& piece, int64_t index, CaptureCounts& counts);

@@ -65,6 +65,10 @@ struct CaptureJob {
   uint64_t* launch_slot = nullptr;
   bool updated_in_place = false;
   bool control_ready = false;  // body streams and the loop record exist
+  // Recorded on the manager's worker (capture=background): nothing is
+  // launched or run on the device, and the method's other graphs may be
+  // replaying on the static buffers' memory meanwhile.
+  bool background = false;
   // Verification of the whole call (every segment) against an eager run.
   bool verifying = false;
   std::optional<VerifiedLaunch> verify;

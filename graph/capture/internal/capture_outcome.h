@@ -40,6 +40,7 @@ struct VerifyOutcome {
 // A kept graph, for the captured (or recaptured) log line and the report.
 struct CapturedGraph {
   bool recapture = false;
+  bool background = false;  // recorded on the manager's worker (capture=background)
   bool updated_in_place = false;
   size_t nodes = 0;
   std::string signature;

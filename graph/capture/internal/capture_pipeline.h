@@ -15,7 +15,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
 
+#include "encore/core/internal/stream.h"
 #include "encore/core/status.h"
 #include "encore/graph/capture/internal/capture_context.h"
 #include "encore/graph/capture/internal/capture_job.h"
@@ -36,6 +40,27 @@ struct CaptureRequest {
   int64_t recaptures = 0;  // the method's recaptures so far
 };
 
+// A capture recorded in the background (capture=background), waiting for
+// its first launch, which a later call of its signature makes: the graph
+// entry (staged and instantiated; its memory held in the arena, pending
+// until that launch), what the body kept with the graph, and the counts
+// and time of the capture so far.
+struct ReadyCapture {
+  std::unique_ptr<GraphEntry> entry;
+  std::vector<std::shared_ptr<void>> kept;
+  CaptureCounts counts;
+  double us = 0;
+  bool recapture = false;
+};
+
+// What a background recording made: `ready`, or (null) the outcome of a
+// capture that failed, which turns graphs off (the calls ran eagerly all
+// along, so none is due to run).
+struct BackgroundRecord {
+  std::unique_ptr<ReadyCapture> ready;
+  CaptureOutcome failed;
+};
+
 class CapturePipeline {
  public:
   explicit CapturePipeline(CaptureContext& context) : c_(context) {}
@@ -44,6 +69,25 @@ class CapturePipeline {
   // keeps the graphs; says what happened, and what is left to do once that
   // is booked (an eager run, or the capture launch's verification).
   CaptureOutcome Run(const CaptureRequest& request);
+
+  // --- capture=background (background_capture.cc), for a method of one
+  // piece. On the call that queues the capture, on its stream: what a
+  // capture cannot make while it records, made once (the completion event,
+  // the device-check record, the padded rows ring, If/While's streams);
+  // and the worker's stream `worker_stream` when it has none yet; nullopt,
+  // or the outcome of a capture that failed before any piece.
+  std::optional<CaptureOutcome> PrepareBackground(const CaptureRequest& request, Stream* worker_stream,
+                                                  bool* control_ready);
+  // On the manager's worker: the piece recorded on `request.stream` (the
+  // instance's own) in thread-local mode, scanned, staged and instantiated
+  // as capture `id`, with nothing launched and nothing run on the device.
+  BackgroundRecord RecordInBackground(const CaptureRequest& request, uint64_t id, bool control_ready);
+  // On a call of its signature: the ready capture's first launch on the
+  // call's tensors. Launched, its memory is committed and the entry kept
+  // (kCaptured); a launch that fails ran nothing, so graphs go off and the
+  // call is due to run eagerly, as after any failed capture.
+  CaptureOutcome LaunchReady(std::unique_ptr<ReadyCapture> ready, const CallPlan& plan, cudaStream_t stream,
+                             int64_t index, int64_t* new_variants);
 
  private:
   // --- the call (capture_pipeline.cc)
@@ -57,6 +101,8 @@ class CapturePipeline {
   // Prepare failed: graphs go off, and the call is due to run eagerly.
   CaptureOutcome FailBeforeAnyPiece(CaptureJob& job, const StepFailure& f);
   void LogPhases(const CaptureJob& job, size_t nodes, double us) const;
+  // A background recording that failed at `f`: logged, its memory freed.
+  BackgroundRecord FailInBackground(CaptureJob& job, const StepFailure& f);
   void DumpGraphs(const GraphEntry& e) const;
 
   // --- one piece (piece_capture.cc)

@@ -3,7 +3,11 @@
 // mode: the mapped record a failed check writes, the device sequence counter
 // each graph launch bumps (so a failure inside a replay names its call), a
 // ring that maps launches back to call indices, and the check messages.
-// Internal to graph/; the owner serializes every call (the method's mutex).
+// Internal to graph/; the owner serializes every call (the method's mutex),
+// except Check from a capture on the manager's worker (capture=background),
+// which may run beside an eager call's Check or TakeFailure: the messages
+// have a mutex of their own, held for no more than a look-up (never while
+// logging: a Python logger takes the GIL, which that capture's body holds).
 #ifndef ENCORE_GRAPH_CHECKS_INTERNAL_DEVICE_CHECKS_H_
 #define ENCORE_GRAPH_CHECKS_INTERNAL_DEVICE_CHECKS_H_
 
@@ -12,6 +16,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -90,6 +95,7 @@ class DeviceChecks {
   DeviceMemory device_sequence_;  // one unsigned long long
   uint64_t launches_ = 0;
   std::array<int64_t, kLaunchRing> launch_calls_{};
+  mutable std::mutex messages_mu_;
   std::vector<std::string> messages_;  // indexed by check id
   std::unordered_map<std::string, int> message_ids_;
   int64_t failures_ = 0;

@@ -8,6 +8,7 @@
 #ifndef ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_STATE_H_
 #define ENCORE_GRAPH_CONTROL_INTERNAL_CONTROL_STATE_H_
 
+#include <atomic>
 #include <string>
 
 #include "encore/graph/control/internal/body_stream_pool.h"
@@ -17,7 +18,9 @@
 namespace encore {
 
 struct ControlState {
-  bool uses_control = false;  // the body called If or While
+  // The body called If or While; set from a capture on the manager's
+  // worker too (capture=background), beside a call's eager run.
+  std::atomic<bool> uses_control{false};
   BodyStreamPool body_streams;
   LoopRecord loops;
   ConditionalCapture* recording = nullptr;

@@ -5,7 +5,10 @@
 // copy b rows and zero the rest, the tails copy b rows out, and each
 // launch's b reaches the graph through the rows ring (PadRows), so a replay
 // makes the CUDA calls of any replay whatever its b. With no buckets listed,
-// BucketLearner chooses them from the batches seen.
+// BucketLearner chooses them from the batches seen. A call whose padded
+// replay would take longer than its own rows run eagerly runs eagerly
+// (EagerInstead): by MethodFlags::max_padding, else by what PadTimer
+// measured (docs/design.md "Serving").
 #ifndef ENCORE_GRAPH_PAD_INTERNAL_PADDING_H_
 #define ENCORE_GRAPH_PAD_INTERNAL_PADDING_H_
 
@@ -15,12 +18,16 @@
 #include <string_view>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "encore/core/tensor.h"
 #include "encore/policy/internal/binding_policy.h"
 #include "encore/policy/internal/learned_buckets.h"
+#include "encore/policy/internal/padding_cost.h"
 #include "encore/policy/method_flags.h"
 #include "encore/graph/binding/internal/address_set.h"
 #include "encore/graph/pad/internal/pad_rows.h"
+#include "encore/graph/pad/internal/pad_timer.h"
 
 namespace encore {
 
@@ -56,11 +63,33 @@ class Padding {
   // The rows of the smallest bucket holding `batch`, or -1 (none does, or
   // batch is 0).
   int64_t BucketRows(int64_t batch) const;
-  // Why a call of `batch` that no bucket holds runs eagerly (an
-  // eager_reason code).
+  // Why a call of `batch` that no bucket holds, or that EagerInstead sends
+  // to an eager run, runs eagerly (an eager_reason code).
   std::string_view EagerReason(int64_t batch) const;
   // The call's tensors seen at `rows`, in storage kept for the next call.
   PaddedArgs Views(Args inputs, Args outputs, int64_t rows);
+
+  // Never slower than eager: whether a call of `batch` in a bucket of
+  // `rows` runs eagerly instead (max_padding's rule when set, else the
+  // measured one; never for a full bucket). Inline: it runs on every
+  // padded replay.
+  bool EagerInstead(int64_t batch, int64_t rows) const {
+    if (rows <= batch) return false;
+    if (max_padding_ > 0) return PaddingBeyondLimit(max_padding_, batch, rows);
+    return measured_ && cost_.EagerIsFaster(batch, rows);
+  }
+  // The measured rule is off with several ranks: each rank would decide
+  // from its own times, and a replay's verification votes.
+  void set_measured(bool on) { measured_ = on && on_ && max_padding_ == 0; }
+  // Times this call when the measured rule wants a sample of it: a replay
+  // of the bucket of `rows`, or an eager run of `rows` (its batch). Stop
+  // follows every Start that returned true.
+  bool StartTiming(cudaStream_t stream, bool replay, int64_t rows) {
+    if (!measured_ || !(replay ? cost_.WantReplaySample(rows) : cost_.WantEagerSample(rows))) return false;
+    return timer_.Start(cost_, stream, replay, rows);
+  }
+  void StopTiming(cudaStream_t stream, bool ok) { timer_.Stop(stream, ok); }
+  const MeasuredPadding& cost() const { return cost_; }
 
   PadRows& rows() { return rows_; }
 
@@ -68,6 +97,10 @@ class Padding {
   const bool on_;
   const bool listed_;
   std::vector<int64_t> buckets_;
+  const double max_padding_;
+  bool measured_;
+  MeasuredPadding cost_;
+  PadTimer timer_;
   BucketLearner learner_;
   std::vector<TensorRef> in_views_;
   std::vector<TensorRef> out_views_;

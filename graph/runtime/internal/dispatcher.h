@@ -50,7 +50,8 @@ class Dispatcher {
   Status Dispatch(const CallPlan& plan, cudaStream_t stream, int64_t rows, size_t first);
   // The one decision, for calls and precaptures alike; `*match` is the kept
   // graph the call matches, or the cache's size.
-  Action Decide(const CallPlan& plan, bool has_bucket, size_t first, size_t* match) const;
+  // `rows`: a padded call's bucket (-1: none holds it).
+  Action Decide(const CallPlan& plan, int64_t rows, size_t first, size_t* match) const;
   Status CarryOut(Action action, const CallPlan& plan, cudaStream_t stream, size_t match, int64_t rows);
   // Every rank casts this vote at its first call, even one whose first call
   // is then rejected.
@@ -63,19 +64,42 @@ class Dispatcher {
   // memory), or empty; once per capture decision.
   std::string CheckConstants();
   Status Refuse(const CallPlan& plan);
+  // A warmup, timed for the measured padding rule when it wants one.
   Status Warmup(const CallPlan& plan, cudaStream_t stream, int64_t index);
+  Status WarmupRun(const CallPlan& plan, cudaStream_t stream, int64_t index);
   Status Eager(const CallPlan& plan, cudaStream_t stream, int64_t index, std::string_view reason);
   // The capture, within the graph-memory budget (nullopt: it does not fit).
   std::optional<CaptureOutcome> CaptureInBudget(const CallPlan& plan, cudaStream_t stream, int64_t index,
                                                 bool recapture);
-  // A call's capture, else the call eagerly (over_budget); booked.
-  Status Capture(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture);
+  // A call's capture, else the call eagerly (over_budget); booked. `rows`:
+  // a padded call's bucket.
+  Status Capture(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture, int64_t rows);
   // A capture's outcome booked in the ledger, then what it left to do: the
   // call's eager run, or the capture launch's verification; the call's status.
   Status Book(CaptureOutcome out, const CallPlan& plan, cudaStream_t stream, int64_t index);
   // Learned buckets: the learner's review, and the graphs of buckets no
   // longer chosen dropped.
   void ReviewBuckets(int64_t index);
+
+ public:
+  // --- capture=background (background.cc), with the instance's mutex held.
+  // Abandons the jobs queued for the worker and the graphs it made that
+  // no call launched yet (their memory freed); one being recorded is
+  // abandoned when the worker hands it back.
+  void AbandonBackground();
+  // After graphs went off: verification's scratch dropped, the background
+  // jobs abandoned.
+  void GraphsWentOff();
+
+ private:
+  // Decide's view of the call's background capture, and of the graphs
+  // queued or made there as graphs the method has.
+  void FillBackground(const CallPlan& plan, size_t match, DecisionInput& in) const;
+  // The call's capture queued for the worker (when there is room and it
+  // fits the budget), after the call ran eagerly (reason capturing).
+  Status CaptureInBackground(const CallPlan& plan, cudaStream_t stream, int64_t index, bool recapture);
+  // The first launch of the call's graph, which the worker made; booked.
+  Status FirstLaunch(const CallPlan& plan, cudaStream_t stream, int64_t index, int64_t rows);
   // Precapture's graph for one batch size (0: the call's own shape).
   Status PrecaptureOne(Args inputs, Args outputs, cudaStream_t stream, int64_t rows, const std::string& progress,
                        bool* stop);
@@ -84,6 +108,9 @@ class Dispatcher {
   // executable bound to the call's tensors), the eager stages between run,
   // the launch verified when the flags ask.
   Status Replay(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index);
+  // A padded call's replay of its bucket of `rows`: counted in real_rows
+  // and padded_rows, timed when the measured padding rule wants a sample.
+  Status PaddedReplay(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index, int64_t rows);
   Status LaunchPiece(GraphEntry& g, PieceGraph& piece, const CallPlan& plan, cudaStream_t stream, int64_t index);
   Status ReplaySegments(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index);
   // The trace-level line of every replay, verified or not.

@@ -25,6 +25,8 @@
 #include "encore/graph/control/internal/control_state.h"
 #include "encore/graph/internal/call_host.h"
 #include "encore/graph/pad/internal/padding.h"
+#include "encore/graph/internal/capture_worker.h"
+#include "encore/graph/runtime/internal/background_captures.h"
 #include "encore/graph/runtime/internal/ledger.h"
 #include "encore/graph/store/internal/graph_store.h"
 #include "encore/graph/verify/internal/constant_watch.h"
@@ -45,6 +47,7 @@ struct InstanceSpec {
   int device = 0;
   std::string graph_dump_dir;            // empty: no graph dumps
   std::shared_ptr<MemoryBudget> budget;  // the manager's graph memory; null: none
+  std::shared_ptr<CaptureWorker> worker;  // the manager's, for capture=background
 };
 
 struct InstanceState {
@@ -71,6 +74,7 @@ struct InstanceState {
   ConstantWatch constants;
   Stream capture_stream;  // for calls on the legacy default stream
   Ledger ledger{info};
+  BackgroundCaptures background;
   CaptureContext context{info, store, runner, checks, pad, votes, control, constants, capture_stream};
 };
 

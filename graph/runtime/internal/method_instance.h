@@ -2,12 +2,16 @@
 // MethodInstance: a method on one device. Method (graph/method.h) makes one
 // per device on first use. It owns the instance's parts (InstanceState),
 // serializes every call with its mutex, serves the Calls of its body
-// (CallHost) and hands each call to the Dispatcher.
+// (CallHost) and hands each call to the Dispatcher. Under
+// capture=background it also runs the tasks the manager's worker takes up
+// for it (background.cc).
 #ifndef ENCORE_GRAPH_RUNTIME_INTERNAL_METHOD_INSTANCE_H_
 #define ENCORE_GRAPH_RUNTIME_INTERNAL_METHOD_INSTANCE_H_
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 
@@ -44,7 +48,16 @@ class MethodInstance final : public internal::CallHost {
 
  private:
   void FillGraphReport(MethodReport& r) const;
+  // --- capture=background (background.cc)
+  // The worker's task: records job `id` (the mutex taken only to pick it
+  // up and to hand it back).
+  void RecordJob(uint64_t id);
+  void FinishBackground(uint64_t id, BackgroundRecord record);
+  // With `lock` (of mu_) held: abandons the background jobs and waits until
+  // none is being recorded (Release, Precapture, the instance's end).
+  void QuiesceBackground(std::unique_lock<std::mutex>& lock);
 
+  const std::shared_ptr<CaptureWorker> worker_;  // the manager's; null without capture=background
   InstanceState s_;
   Dispatcher dispatcher_{s_};
   mutable std::mutex mu_;
