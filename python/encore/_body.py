@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 
 from . import _context, _encore
 from ._errors import StatusCode
@@ -63,7 +64,7 @@ class CallState:
     """One call in flight: what the body needs and what it leaves."""
 
     __slots__ = ("args", "kwargs", "tensors", "nodes", "sig", "outputs", "spec", "exc", "ran_kind",
-                 "direct", "result_nodes", "leaves")
+                 "direct", "result_nodes", "leaves", "index", "arg_leaves", "thread")
 
     def __init__(self, args, kwargs, tensors, nodes, sig, outputs, spec):
         self.args, self.kwargs, self.tensors, self.nodes = args, kwargs, tensors, nodes
@@ -73,6 +74,38 @@ class CallState:
         self.direct = None       # results to return as they are
         self.result_nodes = None
         self.leaves = None
+        self.index = None        # encore's index of the call (set when the body runs)
+        self.arg_leaves = None   # the arguments' non-tensor values (a snapshot's; else read from args)
+        self.thread = threading.get_ident()  # the thread of the call
+
+
+class _Like:
+    """A tensor's dtype, shape and strides without the tensor: what a
+    background capture needs of the call that queued it, which it must not
+    keep alive. Its data pointer matches no buffer."""
+
+    __slots__ = ("dtype", "shape", "_stride")
+
+    def __init__(self, t):
+        self.dtype, self.shape, self._stride = t.dtype, t.shape, t.stride()
+
+    def stride(self):
+        return self._stride
+
+    def data_ptr(self):
+        return -1
+
+
+def snapshot(state, torch):
+    """What a background capture of `state`'s signature needs, holding no
+    tensor of the call: its structure, non-tensor values, shapes and dtypes."""
+    leaves = []
+    flatten(state.args, torch.Tensor, [], [], leaves)
+    flatten(state.kwargs, torch.Tensor, [], [], leaves)
+    snap = CallState(None, None, [_Like(t) for t in state.tensors], state.nodes, state.sig,
+                     [_Like(t) for t in state.outputs], state.spec)
+    snap.arg_leaves = leaves
+    return snap
 
 
 class PoolLease:
@@ -121,9 +154,22 @@ class Body:
     # ------------------------------------------------------------------------
     def run(self, call):
         """encore's body: None, or (StatusCode, message, refusal)."""
-        state = self._m._cm.state
         kind = call.kind
+        state = self._m._cm.state
+        if kind == CAPTURE and (state is None or state.thread != threading.get_ident()):
+            # A capture=background capture, on the manager's worker thread:
+            # the call that queued it has returned; its snapshot says what
+            # it was called with.
+            state = self._m._queued.get(call.index)
+            if state is None:
+                return (StatusCode.FAILED_PRECONDITION,
+                        f"background: the call {call.index} that queued this capture is no longer known", False)
         state.ran_kind = kind
+        state.index = call.index
+        if kind == EAGER and self._m._background:
+            # This eager call may queue its signature's capture, which the
+            # worker records after the call returned: what it needs, now.
+            self._m._remember(call.index, snapshot(state, self._m._torch))
         try:
             self._run(call, state, kind)
             return None
@@ -169,6 +215,8 @@ class Body:
             self.learn(state, tensors, nodes, leaves, wrote)
 
     def _leaves(self, state):
+        if state.arg_leaves is not None:
+            return state.arg_leaves
         leaves = []
         flatten(state.args, self._m._torch.Tensor, [], [], leaves)
         flatten(state.kwargs, self._m._torch.Tensor, [], [], leaves)
@@ -199,9 +247,12 @@ class Body:
             with torch.cuda.stream(outer):
                 yield
             return
-        side = self._side.get(device)
+        # A stream per thread: a background capture records on the
+        # manager's worker thread while calls run warmups on theirs.
+        key = (device, threading.get_ident())
+        side = self._side.get(key)
         if side is None:
-            side = self._side[device] = torch.cuda.Stream(device=device)
+            side = self._side[key] = torch.cuda.Stream(device=device)
         side.wait_stream(outer)
         try:
             with torch.cuda.stream(side):

@@ -68,6 +68,11 @@ class Manager:
             self._methods[name] = m
             return m
 
+    def synchronize_captures(self) -> None:
+        """Waits until no capture this manager's methods queued for the
+        background (``capture=background``) is pending."""
+        self._cxx.wait_for_captures()
+
     def report(self) -> dict:
         """Every method's report, by name."""
         return {name: m.report() for name, m in sorted(self._methods.items())}

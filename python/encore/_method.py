@@ -9,6 +9,7 @@ in the body encore calls (python/encore/_body.py), never on a replay.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import json
 import weakref
@@ -79,6 +80,8 @@ class Method:
         self._manager = manager
         self._on_new_shape = made.on_new_shape
         self._pad = self._on_new_shape == "pad"
+        self._background = made.capture_mode == "background"
+        self._queued = collections.OrderedDict()  # call index -> snapshot, for background captures
         self._reset_python_state()
 
     def _reset_python_state(self) -> None:
@@ -89,7 +92,19 @@ class Method:
         self._writes_inputs = False
         self._cm.result_grad = False
         self._cm.fast = None
+        self._queued.clear()
         self._body.reset()
+
+    _QUEUED_KEPT = 1024  # snapshots of eager calls kept for background captures
+
+    def _remember(self, index, snap) -> None:
+        """Keeps what the eager call `index` was called with, in case it
+        queued a background capture (python/encore/_body.py reads it there);
+        the oldest go first."""
+        queued = self._queued
+        queued[index] = snap
+        while len(queued) > self._QUEUED_KEPT:
+            queued.popitem(last=False)
 
     # ----------------------------------------------------------------- call --
     def __call__(self, *args, **kwargs):

@@ -27,6 +27,7 @@ struct Names {
   PyObject* ran_kind = InternedName("ran_kind");
   PyObject* direct = InternedName("direct");
   PyObject* leaves = InternedName("leaves");
+  PyObject* thread = InternedName("thread");
   PyObject* kept = InternedName("kept");
   PyObject* new_outputs = InternedName("new_outputs");
 };
@@ -239,6 +240,14 @@ void PyFastCall::FillState(nb::handle args, nb::handle outputs) {
   nb::setattr(state_, nb::handle(k.tensors), args);
   nb::setattr(state_, nb::handle(k.outputs), outputs);
   for (PyObject* name : {k.exc, k.ran_kind, k.direct, k.leaves}) nb::setattr(state_, nb::handle(name), nb::none());
+  // The body tells this call's own state from another thread's by its
+  // thread (python/encore/_body.py, capture=background); set when the
+  // calling thread changed.
+  const unsigned long thread = PyThread_get_thread_ident();
+  if (thread != state_thread_) {
+    nb::setattr(state_, nb::handle(k.thread), nb::steal(PyLong_FromUnsignedLong(thread)));
+    state_thread_ = thread;
+  }
   py_method_->slots().state = state_;
 }
 

@@ -66,6 +66,7 @@ class PyFastCall {
   // call made them, the ref every new output has but its address.
   std::vector<std::pair<nanobind::object, nanobind::object>> out_specs_;
   std::vector<TensorRef> out_refs_;
+  unsigned long state_thread_ = 0;  // the thread state_'s `thread` names (0: not set yet)
 };
 
 void BindFastCall(nanobind::module_& m);

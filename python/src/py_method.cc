@@ -157,7 +157,10 @@ void BindMethod(nb::module_& m) {
       .def_prop_ro(
           "on_new_shape",
           [](const PyMethod& m) { return std::string(ShapePolicyName(m.method()->flags().on_new_shape)); },
-          "The method's on_new_shape flag as the flags text names it (refuse, eager, recapture, pad)");
+          "The method's on_new_shape flag as the flags text names it (refuse, eager, recapture, pad)")
+      .def_prop_ro(
+          "capture_mode", [](const PyMethod& m) { return std::string(CaptureModeName(m.method()->flags().capture_mode)); },
+          "The method's capture flag as the flags text names it (foreground, background)");
 }
 
 }  // namespace encore::python
