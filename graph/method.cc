@@ -6,6 +6,7 @@
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/internal/log.h"
 #include "encore/graph/runtime/internal/method_instance.h"
+#include "encore/graph/body/internal/constant_moves.h"
 #include "encore/graph/body/internal/constant_set.h"
 #include "encore/graph/runtime/internal/graphs_switch.h"
 #include "encore/graph/body/internal/method_body.h"
@@ -132,6 +133,19 @@ Status Method::Release(std::vector<Constant> new_constants) {
   std::lock_guard<std::mutex> lock(mu_);
   constants_->Set(std::move(new_constants));
   return ReleaseInstances();
+}
+
+Status Method::RebindConstants(std::span<const Constant> constants) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ENCORE_ASSIGN_OR_RETURN(ConstantRebind rebind, PlanConstantRebind(name_, *constants_->Get(), constants));
+  constants_->Set(rebind.list);
+  Status first;
+  for (auto& m : instances_) {
+    DeviceGuard guard(m->device());
+    Status s = m->RebindConstants(rebind);
+    if (first.ok()) first = s;
+  }
+  return first;
 }
 
 Status Method::Synchronize(cudaStream_t stream) {

@@ -67,6 +67,25 @@ class Method {
   // for host memory at the next capture. InvalidArgument, changing nothing,
   // if a constant has a null address.
   Status Release(std::vector<Constant> new_constants);
+  // For listed constants whose storage moved to new buffers of the same
+  // size (weights loaded into new tensors, a KV cache copied elsewhere):
+  // each entry names a listed constant and gives its new address (and
+  // read_only); the others stay as listed. Every graph of the method, on
+  // every device, in every piece and kept signature or bucket, has its
+  // references into the old storage (base or interior pointers, the offset
+  // kept) rewritten to the new at once, with no warmup and no capture,
+  // where its binding is direct and the reference scan can rewrite every
+  // one it finds; otherwise the method's graphs on that device are dropped
+  // as Release drops them and it warms up and captures again
+  // (event=rebind_recapture with the reason). Either way no launch after
+  // this reads the old storage; a launch already queued may, so the old
+  // storage must outlive the work queued before (a stream-ordered free
+  // does). Counted in MethodReport::rebinds when the graphs were kept.
+  // With several ranks every rank calls it at the same point between calls:
+  // they vote, so all rewrite or all capture again.
+  // InvalidArgument naming the constant, changing nothing, for a name not
+  // listed or given twice, a null address or another size.
+  Status RebindConstants(std::span<const Constant> constants);
   // Waits for `stream`, then reports a failed device check of this method on
   // the current device.
   Status Synchronize(cudaStream_t stream);

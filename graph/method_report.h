@@ -38,7 +38,8 @@
   X(bucket_changes)    /* learned buckets: choices that changed the buckets */        \
   X(precaptures)       /* graphs captured by Method::Precapture */                    \
   X(over_budget_calls) /* calls run eagerly for graph_memory_budget */                \
-  X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */
+  X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */    \
+  X(rebinds)           /* constants rebound by rewriting the graphs, no capture */
 
 namespace encore {
 

@@ -53,6 +53,10 @@ Status MethodInstance::Release() {
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Release"));
   std::lock_guard<std::mutex> lock(mu_);
+  return ReleaseLocked();
+}
+
+Status MethodInstance::ReleaseLocked() {
   ENCORE_RETURN_IF_ERROR(s_.store.last_launch.Wait());
   s_.store.cache.Clear();
   s_.constants.DropScratch();

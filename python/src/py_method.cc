@@ -81,6 +81,11 @@ void PyMethod::release_constants(nb::list constants) {
   WithoutGil([&] { return method_->Release(std::move(list)); });
 }
 
+void PyMethod::rebind_constants(nb::list constants) {
+  std::vector<Constant> list = ToConstants(constants);
+  WithoutGil([&] { return method_->RebindConstants(list); });
+}
+
 void PyMethod::synchronize(uintptr_t stream) {
   WithoutGil([&] { return method_->Synchronize(reinterpret_cast<cudaStream_t>(stream)); });
 }
@@ -102,6 +107,7 @@ void BindMethod(nb::module_& m) {
       .def("run", &PyMethod::run)
       .def("release", &PyMethod::release)
       .def("release_constants", &PyMethod::release_constants)
+      .def("rebind_constants", &PyMethod::rebind_constants, nb::arg("constants"))
       .def("synchronize", &PyMethod::synchronize)
       .def("count_eager_call", &PyMethod::count_eager_call, nb::arg("reason"))
       .def("report_json", &PyMethod::report_json)

@@ -16,6 +16,7 @@ set(ENCORE_CPU_TESTS
   core/tensor_test
   graph/binding/direct_form_test
   graph/binding/variant_cache_test
+  graph/body/constant_moves_test
   graph/body/method_body_test
   graph/capture_fence_test
   graph/capture/graph_dump_test

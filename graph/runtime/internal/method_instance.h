@@ -8,10 +8,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <mutex>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "encore/core/status.h"
+#include "encore/graph/body/internal/constant_moves.h"
 #include "encore/graph/call.h"
 #include "encore/graph/method_report.h"
 #include "encore/graph/runtime/internal/dispatcher.h"
@@ -32,6 +36,10 @@ class MethodInstance final : public internal::CallHost {
   // Drops the graphs, their memory and the captured shapes (the constants
   // may have been replaced in the shared ConstantSet first).
   Status Release();
+  // Method::RebindConstants on this device (rebind.cc): the graphs'
+  // references to the constants that moved rewritten, or the graphs
+  // dropped as by Release when that cannot be done safely.
+  Status RebindConstants(const ConstantRebind& rebind);
   Status Synchronize(cudaStream_t stream);
   MethodReport Report() const;
   int device() const { return s_.info.device; }
@@ -44,6 +52,12 @@ class MethodInstance final : public internal::CallHost {
 
  private:
   void FillGraphReport(MethodReport& r) const;
+  // Release with mu_ held.
+  Status ReleaseLocked();
+  // Every piece's references to the moved constants, or why they cannot all
+  // be rewritten; then the rewrite of what was found.
+  std::string FindConstants(const ConstantRebind& rebind, std::vector<PieceRebind>* found, int64_t* references) const;
+  Status RewriteConstants(std::vector<PieceRebind> found, const Addresses& to);
 
   InstanceState s_;
   Dispatcher dispatcher_{s_};
