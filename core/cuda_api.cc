@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/driver_entry_point.h"
 
 #include <array>
 #include <utility>
@@ -16,29 +17,8 @@ cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptu
 #endif
 }
 
-namespace {
-
-// The driver's `symbol` at the ABI of CUDA `version` (12.4 by default, the
-// first with the parameter-info calls), or null when the driver lacks it.
-template <class Fn>
-Fn DriverEntryPoint(const char* symbol, int version = 12040) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-  cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, &fn, version, cudaEnableDefault, &found);
-#else
-  cudaError_t err = cudaGetDriverEntryPoint(symbol, &fn, cudaEnableDefault, &found);
-#endif
-  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return reinterpret_cast<Fn>(fn);
-}
-
-cudaError_t FromDriver(CUresult r) { return static_cast<cudaError_t>(r); }
-
-}  // namespace
+using encore::internal::DriverEntryPoint;
+using encore::internal::FromDriver;
 
 cudaError_t encore_cuGraphKernelNodeGetParams(cudaGraphNode_t node, CUDA_KERNEL_NODE_PARAMS* params) {
   static const auto fn = DriverEntryPoint<CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*)>(

@@ -106,11 +106,15 @@ class Method {
   friend class Manager;
   static constexpr int kMaxDevices = 64;
 
-  Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
+  Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log, std::function<void()> on_run,
          std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget);
-  // Runs the first-run hook once (racing first calls may both run it; it is
-  // idempotent).
-  void NoteFirstRun();
+  // Runs the manager's hook (on_run_) before the first call, and before the
+  // first call after a Manager::Sleep.
+  void NoteRun();
+  // Manager::Sleep and Wake on every device: the bytes given back; the
+  // first error of a wake.
+  StatusOr<size_t> SleepInstances();
+  Status WakeInstances();
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
   // Releases every device's instance. Called with mu_ held.
   Status ReleaseInstances();
@@ -119,12 +123,16 @@ class Method {
   const std::vector<Stage> stages_;  // the body; a method given as one fn has one stage
   const MethodFlags flags_;
   const std::shared_ptr<const EventLog> log_;
-  const std::function<void()> on_first_run_;
+  // The manager's hook before a call: it logs the flags text's unknown names
+  // once, and wakes a sleeping manager (also when an instance finds itself
+  // asleep).
+  const std::function<void()> on_run_;
   const std::shared_ptr<RankConsensus> consensus_;
   const std::string graph_dump_dir_;  // empty: no graph dumps
   const std::shared_ptr<MemoryBudget> budget_;  // the manager's graph memory
-  // Set once on_first_run_ has run, so a replay pays one relaxed load for it.
-  std::atomic<bool> first_run_done_{false};
+  // Set once on_run_ has run, so a replay pays one relaxed load for it;
+  // cleared by Manager::Sleep.
+  std::atomic<bool> run_hook_done_{false};
 
   // The constants, shared with every instance: the one place they live.
   const std::shared_ptr<ConstantSet> constants_;

@@ -10,7 +10,8 @@
 
 namespace encore {
 
-MethodInstance::MethodInstance(InstanceSpec spec) : s_(std::move(spec), this) {}
+MethodInstance::MethodInstance(InstanceSpec spec)
+    : wake_manager_(std::move(spec.wake_manager)), s_(std::move(spec), this) {}
 
 MethodInstance::~MethodInstance() {
   Status s = s_.store.last_launch.Wait();
@@ -24,7 +25,8 @@ MethodInstance::~MethodInstance() {
 
 Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Run"));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (s_.store.arena.asleep()) WakeForCall(lock);
   if (s_.DeviceFailurePending()) ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
   // A replay destroys no owner, so it needs no log scope.
   Status replayed;
@@ -42,7 +44,8 @@ Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
 Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream) {
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Precapture"));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (s_.store.arena.asleep()) WakeForCall(lock);
   ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
   Status s = dispatcher_.Precapture(inputs, outputs, stream);
   s_.store.last_launch.EndCall();

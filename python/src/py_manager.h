@@ -7,6 +7,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,11 @@ class PyManager {
   PyMethod* register_method(const std::string& name, nanobind::object body, nanobind::object constants,
                                    nanobind::object flags_text);
   std::string report_json() const { return manager_->ReportJson(); }
+  // Manager::Sleep (the bytes given back) and Wake, the GIL released while
+  // they wait on the device; raise their errors.
+  int64_t sleep();
+  void wake();
+  bool asleep() const { return manager_->asleep(); }
 
  private:
   // Shared with every PyMethod it made: a method keeps its manager, which

@@ -5,6 +5,7 @@ set(ENCORE_CPU_TESTS
   sealed_surface_test
   allocator/ledger_test
   allocator/memory_budget_test
+  allocator/slab_memory_test
   core/cuda_api_test
   core/cuda_error_test
   core/cuda_handle_test

@@ -9,6 +9,7 @@
 #ifndef ENCORE_GRAPH_RUNTIME_INTERNAL_INSTANCE_STATE_H_
 #define ENCORE_GRAPH_RUNTIME_INTERNAL_INSTANCE_STATE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -45,6 +46,7 @@ struct InstanceSpec {
   int device = 0;
   std::string graph_dump_dir;            // empty: no graph dumps
   std::shared_ptr<MemoryBudget> budget;  // the manager's graph memory; null: none
+  std::function<void()> wake_manager;     // a call found the instance asleep (Manager::Sleep)
 };
 
 struct InstanceState {

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -41,6 +42,12 @@ class MethodInstance final : public internal::CallHost {
   // dropped as by Release when that cannot be done safely.
   Status RebindConstants(const ConstantRebind& rebind);
   Status Synchronize(cudaStream_t stream);
+  // Manager::Sleep and Wake on this device (sleep.cc): waits for the last
+  // launch and gives back the memory behind the graph arena, keeping its
+  // addresses (the bytes given back); maps memory back. A wake that cannot
+  // map it drops the graphs, as Release does, and returns why.
+  StatusOr<size_t> Sleep();
+  Status Wake();
   MethodReport Report() const;
   int device() const { return s_.info.device; }
 
@@ -54,11 +61,19 @@ class MethodInstance final : public internal::CallHost {
   void FillGraphReport(MethodReport& r) const;
   // Release with mu_ held.
   Status ReleaseLocked();
+  // Wake with mu_ held.
+  Status WakeLocked();
+  // A call found the arena asleep: the manager is woken (mu_ released
+  // meanwhile), then this instance if a sleep came in between.
+  void WakeForCall(std::unique_lock<std::mutex>& lock);
   // Every piece's references to the moved constants, or why they cannot all
   // be rewritten; then the rewrite of what was found.
   std::string FindConstants(const ConstantRebind& rebind, std::vector<PieceRebind>* found, int64_t* references) const;
   Status RewriteConstants(std::vector<PieceRebind> found, const Addresses& to);
 
+  // Wakes the manager this instance's method belongs to (first: taken from
+  // the spec before s_ takes the rest).
+  const std::function<void()> wake_manager_;
   InstanceState s_;
   Dispatcher dispatcher_{s_};
   mutable std::mutex mu_;
