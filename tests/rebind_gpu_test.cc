@@ -310,9 +310,12 @@ TEST_F(RebindTest, AConstantMovedToHostMemoryIsNeverReadByAGraph) {
 }
 
 // A decode step's state (a KV cache and its position) copied into new
-// buffers: the appends go on where they left off, in the new cache.
+// buffers: the appends go on where they left off, in the new cache. What
+// the calls write, learned in the warmups, stays known: every replay after
+// the rebind is verified (the cache's written block saved and put back)
+// with no warmup to learn it again.
 TEST_F(RebindTest, StateThatMovesWithItsContentsGoesOnWhereItLeftOff) {
-  constexpr int64_t kSlots = 16;
+  constexpr int64_t kSlots = 1 << 20;  // 4 MiB: more than the guard saves unasked
   auto cache = std::make_unique<DeviceBuffer<float>>(kSlots);
   auto pos = std::make_unique<DeviceBuffer<int>>(1);
   cache->Fill(0.0f);
@@ -325,7 +328,8 @@ TEST_F(RebindTest, StateThatMovesWithItsContentsGoesOnWhereItLeftOff) {
   spec.name = "append";
   spec.constants = std::vector<Constant>{{"cache", cache->get(), kSlots * sizeof(float)}, {"pos", pos->get(), 4}};
   MethodFlags f;
-  f.warmup_calls = 1;
+  f.warmup_calls = 2;
+  f.verify_every = 1;
   spec.flags = f;
   spec.fn = [&state](Call& c) -> Status {
     return Check(testing::LaunchAppend(state.cache, 1, state.pos, static_cast<const float*>(c.input(0).data),
@@ -344,6 +348,7 @@ TEST_F(RebindTest, StateThatMovesWithItsContentsGoesOnWhereItLeftOff) {
   };
   for (int call = 1; call <= 4; ++call) step(call);
   ASSERT_EQ(m->Report().binding, Binding::kDirect) << m->Report().binding_reason;
+  const int64_t verified = m->Report().verified_launches;
   auto cache2 = std::make_unique<DeviceBuffer<float>>(kSlots);
   auto pos2 = std::make_unique<DeviceBuffer<int>>(1);
   ASSERT_EQ(cudaMemcpy(cache2->get(), cache->get(), kSlots * sizeof(float), cudaMemcpyDeviceToDevice), cudaSuccess);
@@ -362,6 +367,9 @@ TEST_F(RebindTest, StateThatMovesWithItsContentsGoesOnWhereItLeftOff) {
   for (int p = 0; p < 8; ++p) EXPECT_EQ(c[p], 10.0f * (p + 1) + p) << "slot " << p;
   EXPECT_EQ(m->Report().rebinds, 1);
   EXPECT_EQ(m->Report().captures, 1);
+  EXPECT_EQ(m->Report().verified_launches, verified + 4);
+  EXPECT_EQ(m->Report().verify_failures, 0);
+  EXPECT_EQ(logs_.Count("verify_skipped"), 0);
 }
 
 }  // namespace

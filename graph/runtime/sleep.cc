@@ -19,6 +19,8 @@ StatusOr<size_t> MethodInstance::Sleep() {
   // Every launch that may still use the slabs: the graphs' last launch,
   // and encore's own work after it, which records the same event.
   ENCORE_RETURN_IF_ERROR(s_.store.last_launch.Wait());
+  // Verification's copies of a call's tensors are made again when needed.
+  s_.constants.DropScratch();
   StatusOr<size_t> given = s_.store.arena.Sleep();
   if (!given.ok()) return NameMethod(s_.info.name, given.status());
   if (const size_t kept = s_.store.arena.kept_bytes(); kept > 0) {
