@@ -25,11 +25,11 @@ GraphArena::~GraphArena() {
   std::vector<AllocationLedger::Block> all = ledger_.blocks();
   all.insert(all.end(), deferred_.begin(), deferred_.end());
   for (const AllocationLedger::Block& b : all) {
-    cudaError_t err = cuda().Free(b.ptr);
-    if (err != cudaSuccess) {
+    Status s = memory_.Free(b.ptr);
+    if (!s.ok()) {
       try {  // a destructor; the application's logger (ScopedEventLog) may throw
         ScopedEventLog().Error("free_failed", {{"method", ScopedMethod()}, {"what", "graph_arena"}, {"bytes", b.bytes},
-                                               {"error", cudaGetErrorName(err)}});
+                                               {"error", s.message()}});
       } catch (...) {
       }
     }
@@ -66,22 +66,14 @@ Status GraphArena::EndEagerCall(cudaStream_t stream) {
 
 Status GraphArena::AddSlab(size_t bytes, bool in_capture) {
   bytes = AlignUp(std::max(bytes, kMinSlabBytes), kAlignment);
-  void* p = nullptr;
-  cudaError_t err;
-  if (in_capture) {
-    // cudaMalloc is not allowed while this thread captures in thread-local
-    // mode; relax the mode for this one call, as PyTorch's allocator does.
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    ENCORE_CUDA_CALL(ThreadExchangeStreamCaptureMode, &mode);
-    err = cuda().Malloc(&p, bytes);
-    (void)cuda().ThreadExchangeStreamCaptureMode(&mode);
-  } else {
-    err = cuda().Malloc(&p, bytes);
-  }
-  if (err != cudaSuccess) {
-    return CudaResult(err, CudaCall::kMalloc, "graph memory slab of " + std::to_string(bytes) + " bytes");
-  }
-  ledger_.AddPending(capture_id_, p, bytes);
+  // Allocating is not allowed while this thread captures in thread-local
+  // mode; relax the mode for this one slab, as PyTorch's allocator does.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (in_capture) ENCORE_CUDA_CALL(ThreadExchangeStreamCaptureMode, &mode);
+  StatusOr<void*> p = memory_.Allocate(bytes);
+  if (in_capture) (void)cuda().ThreadExchangeStreamCaptureMode(&mode);
+  if (!p.ok()) return p.status();
+  ledger_.AddPending(capture_id_, *p, bytes);
   return OkStatus();
 }
 
@@ -139,10 +131,21 @@ void GraphArena::CommitCapture() {
 Status GraphArena::FreeSlabs(const std::vector<AllocationLedger::Block>& blocks) {
   Status first;
   for (const AllocationLedger::Block& b : blocks) {
-    cudaError_t err = cuda().Free(b.ptr);
-    if (err != cudaSuccess && first.ok()) first = CudaResult(err, CudaCall::kFree);
+    Status s = memory_.Free(b.ptr);
+    if (first.ok()) first = s;
   }
   return first;
+}
+
+StatusOr<size_t> GraphArena::Sleep() {
+  auto lock = Guard();
+  if (capture_id_ != 0) return FailedPreconditionError("graph memory cannot sleep during a capture");
+  return memory_.Sleep();
+}
+
+Status GraphArena::Wake() {
+  auto lock = Guard();
+  return memory_.Wake();
 }
 
 Status GraphArena::AbortCapture() {

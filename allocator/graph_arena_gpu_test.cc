@@ -114,8 +114,15 @@ TEST_P(InjectedCaptureFailureTest, EagerResultNothingLeakedNothingFreedTwice) {
     Status st = (*m)->Run({&ti, 1}, {&to, 1}, s);
     ASSERT_TRUE(st.ok()) << fc.name << ": " << st;
     ASSERT_EQ(inj.Failed(fc.call), fc.times) << fc.name << ": the planned failure was not reached";
-    // Every cudaMalloc that succeeded was freed once; the failed one never.
+    // Every cudaMalloc, physical allocation and address range that
+    // succeeded was freed once; a failed one never.
     EXPECT_EQ(inj.Count(CudaCall::kFree), inj.Count(CudaCall::kMalloc) - inj.Failed(CudaCall::kMalloc)) << fc.name;
+    EXPECT_EQ(inj.Count(CudaCall::kDriverMemRelease),
+              inj.Count(CudaCall::kDriverMemCreate) - inj.Failed(CudaCall::kDriverMemCreate))
+        << fc.name;
+    EXPECT_EQ(inj.Count(CudaCall::kDriverMemAddressFree),
+              inj.Count(CudaCall::kDriverMemAddressReserve) - inj.Failed(CudaCall::kDriverMemAddressReserve))
+        << fc.name;
   }
   std::vector<float> got = out.Download();
   for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(got[i], 2.0f * i + 1) << fc.name << " i " << i;
@@ -145,10 +152,12 @@ INSTANTIATE_TEST_SUITE_P(
         FailureCase{"instantiate", CudaCall::kGraphInstantiate, 1, cudaErrorMemoryAllocation, false, "instantiate", 2},
         FailureCase{"end_capture", CudaCall::kStreamEndCapture, 1, cudaErrorStreamCaptureInvalidated, false,
                     "end_capture"},
-        // Malloc 1 grows the arena before the capture; malloc 2 is the one the
-        // capture itself needs for its extra buffer.
-        FailureCase{"alloc_in_capture", CudaCall::kMalloc, 2, cudaErrorMemoryAllocation, true, "method"},
-        FailureCase{"alloc_before_capture", CudaCall::kMalloc, 1, cudaErrorMemoryAllocation, false, "begin_capture"}),
+        // Slab 1's memory grows the arena before the capture; slab 2's is
+        // what the capture itself needs for its extra buffer.
+        FailureCase{"alloc_in_capture", CudaCall::kDriverMemCreate, 2, cudaErrorMemoryAllocation, true, "method"},
+        FailureCase{"alloc_before_capture", CudaCall::kDriverMemCreate, 1, cudaErrorMemoryAllocation, false,
+                    "begin_capture"},
+        FailureCase{"map_in_capture", CudaCall::kDriverMemSetAccess, 2, cudaErrorMemoryAllocation, true, "method"}),
     [](const ::testing::TestParamInfo<FailureCase>& i) { return std::string(i.param.name); });
 
 TEST_F(GraphArenaGpuTest, ReplaysNeverGrowMemory) {

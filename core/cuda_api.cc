@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/driver_entry_point.h"
 
 #include <array>
 #include <cassert>
@@ -18,19 +19,8 @@ cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptu
 #endif
 }
 
-namespace {
-
-// The driver's `symbol` at the ABI of CUDA `since` (12.4 by default, the
-// first with the parameter-info calls), or null where the driver has none:
-// see Note [Asking the driver only what it has].
-template <class Fn>
-Fn DriverFn(const char* symbol, int since = 12040) {
-  return reinterpret_cast<Fn>(encore::DriverEntryPoint(symbol, since));
-}
-
-cudaError_t FromDriver(CUresult r) { return static_cast<cudaError_t>(r); }
-
-}  // namespace
+using encore::internal::DriverFn;
+using encore::internal::FromDriver;
 
 cudaError_t encore_cuGraphKernelNodeGetParams(cudaGraphNode_t node, CUDA_KERNEL_NODE_PARAMS* params) {
   static const auto fn = DriverFn<CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*)>(

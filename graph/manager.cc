@@ -71,8 +71,9 @@ StatusOr<Method*> Manager::Register(MethodSpec spec) {
   if (methods_.count(spec.name)) {
     return AlreadyExistsError("Register: a method named '" + spec.name + "' is already registered");
   }
-  auto method = std::unique_ptr<Method>(new Method(std::move(spec), flags, log_, [this] { NoteUnregisteredFlagNames(); },
-                                                   options_.consensus, options_.graph_dump_dir, budget_, worker_));
+  auto on_run = [this, name = spec.name] { OnRun(name); };
+  auto method = std::unique_ptr<Method>(new Method(std::move(spec), flags, log_, std::move(on_run), options_.consensus,
+                                                   options_.graph_dump_dir, budget_, worker_));
   Method* raw = method.get();
   methods_.emplace(raw->name(), std::move(method));
   log_->Info("registered", {{"method", raw->name()},
@@ -121,6 +122,64 @@ Status Manager::WaitForCaptures() {
   }
   worker_->WaitAll();
   return OkStatus();
+}
+
+void Manager::OnRun(const std::string& method) {
+  NoteUnregisteredFlagNames();
+  std::lock_guard<std::mutex> sleeping(sleep_mu_);
+  // A wake that fails for a method has dropped its graphs (logged), and the
+  // call runs on without them.
+  if (asleep_.load(std::memory_order_relaxed)) (void)WakeLocked("call", method);
+}
+
+StatusOr<int64_t> Manager::Sleep() {
+  // Note [Sleep and background captures]: a capture on the manager's
+  // worker thread grows and writes its method's arena, so the captures
+  // pending are waited for first; one that a call queues meanwhile makes
+  // its arena refuse to sleep, and the sleep fails, woken again, saying so.
+  ENCORE_RETURN_IF_ERROR(WaitForCaptures());
+  std::lock_guard<std::mutex> sleeping(sleep_mu_);
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  int64_t bytes = 0;
+  for (const auto& [name, m] : methods_) {
+    StatusOr<size_t> given = m->SleepInstances();
+    if (!given.ok()) {
+      lock.unlock();
+      asleep_.store(true, std::memory_order_release);
+      (void)WakeLocked("sleep_failed", name);
+      return given.status();
+    }
+    bytes += static_cast<int64_t>(*given);
+  }
+  asleep_.store(true, std::memory_order_release);
+  // The next call of each method runs its hook, which wakes the manager.
+  for (const auto& [name, m] : methods_) m->run_hook_done_.store(false, std::memory_order_relaxed);
+  log_->Info("sleep", {{"bytes", bytes}, {"methods", methods_.size()}});
+  return bytes;
+}
+
+Status Manager::Wake() {
+  std::lock_guard<std::mutex> sleeping(sleep_mu_);
+  return WakeLocked("wake", {});
+}
+
+Status Manager::WakeLocked(std::string_view reason, std::string_view method) {
+  if (!asleep_.load(std::memory_order_relaxed)) return OkStatus();
+  Status first;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (const auto& [name, m] : methods_) {
+      Status s = m->WakeInstances();
+      if (first.ok()) first = s;
+    }
+  }
+  asleep_.store(false, std::memory_order_release);
+  if (method.empty()) {
+    log_->Info("wake", {{"reason", reason}, {"ok", first.ok()}});
+  } else {
+    log_->Info("wake", {{"reason", reason}, {"method", method}, {"ok", first.ok()}});
+  }
+  return first;
 }
 
 std::string Manager::ReportJson() const {

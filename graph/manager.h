@@ -3,6 +3,8 @@
 #ifndef ENCORE_GRAPH_MANAGER_H_
 #define ENCORE_GRAPH_MANAGER_H_
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,12 +98,40 @@ class Manager {
   // from inside a method's body, which the captures may wait for.
   Status WaitForCaptures();
 
+  // Gives back the device memory behind every method's graphs (the graph
+  // arena: static inputs and outputs, intermediates and scratch from
+  // Call::Allocate) while keeping their executables and every address they
+  // hold; waits for the graphs' last launches first. Returns the bytes
+  // given back. Not the callers' tensors, not the constants, not the
+  // memory of a graph's memory nodes (a captured cudaMallocAsync: CUDA's
+  // own, which cannot come back at the same addresses), and not slabs on a
+  // device or driver without virtual memory management (event=sleep_kept).
+  // What that memory held is lost (a graph writes its intermediates before
+  // reading them; outputs a caller reads from the graph's own buffers,
+  // copy_outputs=false, do not survive). A call of any method while asleep
+  // wakes the manager first (event=wake reason=call). Sleeping when asleep
+  // gives back nothing more. On an error the manager is woken again and
+  // the error returned.
+  StatusOr<int64_t> Sleep();
+  // Maps memory back behind every graph, at the same addresses: the graphs
+  // replay with no capture. A method whose memory cannot be mapped back (it
+  // was taken while asleep) drops its graphs and captures again later
+  // (event=wake_failed); the first such error is returned, and the manager
+  // is awake either way. OK when awake.
+  Status Wake();
+  bool asleep() const { return asleep_.load(std::memory_order_acquire); }
+
  private:
   Manager(ManagerOptions options, std::unique_ptr<const FlagsText> text);
   // The flags-text names no registered method has, each once.
   std::vector<std::string> UnregisteredFlagNames() const;
   // Called by every method's first Run; logs once.
   void NoteUnregisteredFlagNames();
+  // The hook a method runs before its first call (and its first after a
+  // Sleep): the names above, and a wake of a sleeping manager.
+  void OnRun(const std::string& method);
+  // Wake with sleep_mu_ held; `reason` and `method` for the log line.
+  Status WakeLocked(std::string_view reason, std::string_view method);
 
   const ManagerOptions options_;
   // The parser is private to encore (policy/internal/flags_text.h), so the
@@ -115,6 +145,10 @@ class Manager {
   mutable std::shared_mutex mu_;
   std::map<std::string, std::unique_ptr<Method>, std::less<>> methods_;
   std::once_flag warned_unknown_;
+  // Serializes Sleep and Wake (a call's wake waits for a sleep to end),
+  // taken before mu_.
+  std::mutex sleep_mu_;
+  std::atomic<bool> asleep_{false};
 };
 
 }  // namespace encore

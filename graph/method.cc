@@ -9,6 +9,7 @@
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/internal/log.h"
 #include "encore/graph/runtime/internal/method_instance.h"
+#include "encore/graph/body/internal/constant_moves.h"
 #include "encore/graph/body/internal/constant_set.h"
 #include "encore/graph/runtime/internal/graphs_switch.h"
 #include "encore/graph/body/internal/method_body.h"
@@ -30,13 +31,13 @@ Status ValidateConstants(std::string_view method, const std::vector<Constant>& c
 
 
 Method::Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log,
-               std::function<void()> on_first_run, std::shared_ptr<RankConsensus> consensus,
+               std::function<void()> on_run, std::shared_ptr<RankConsensus> consensus,
                std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget, std::shared_ptr<CaptureWorker> worker)
     : name_(spec.name),
       stages_(MethodBody::Of(spec).stages()),
       flags_(flags),
       log_(std::move(log)),
-      on_first_run_(std::move(on_first_run)),
+      on_run_(std::move(on_run)),
       consensus_(std::move(consensus)),
       graph_dump_dir_(std::move(graph_dump_dir)),
       budget_(std::move(budget)),
@@ -92,26 +93,26 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
   if (MethodInstance* m = by_device_[device].load(std::memory_order_relaxed)) return m;
   instances_.push_back(std::make_unique<MethodInstance>(
       InstanceSpec{name_, MethodBody(stages_), constants_, flags_, *log_, consensus_, device, graph_dump_dir_, budget_,
-                   worker_}));
+                   worker_, on_run_}));
   MethodInstance* m = instances_.back().get();
   by_device_[device].store(m, std::memory_order_release);
   if (instances_.size() > 1) log_->Info("new_device", {{"method", name_}, {"device", device}});
   return m;
 }
 
-void Method::NoteFirstRun() {
-  // Racing first calls may both run the hook; it is idempotent (the
-  // Manager's runs under call_once). Not under mu_: the hook takes the
-  // Manager's lock, which Report callers take before mu_.
-  if (!first_run_done_.load(std::memory_order_relaxed)) {
-    if (on_first_run_) on_first_run_();
-    first_run_done_.store(true, std::memory_order_relaxed);
+void Method::NoteRun() {
+  // One call runs the hook; a call racing it goes on, and waits in the
+  // instance if the manager is asleep. Set before the hook runs, so a
+  // sleep during the hook clears it for the next call. Not under mu_: the
+  // hook takes the Manager's locks, which Report callers take before mu_.
+  if (!run_hook_done_.load(std::memory_order_relaxed) && !run_hook_done_.exchange(true)) {
+    if (on_run_) on_run_();
   }
 }
 
 Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
   RetiredOwners::Drain(stream);
-  NoteFirstRun();
+  NoteRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Run(inputs, outputs, stream);
 }
@@ -119,7 +120,7 @@ Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef>
 Status Method::Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                           cudaStream_t stream) {
   RetiredOwners::Drain(stream);
-  NoteFirstRun();
+  NoteRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Precapture(inputs, outputs, stream);
 }
@@ -145,6 +146,41 @@ Status Method::Release(std::vector<Constant> new_constants) {
   std::lock_guard<std::mutex> lock(mu_);
   constants_->Set(std::move(new_constants));
   return ReleaseInstances();
+}
+
+Status Method::RebindConstants(std::span<const Constant> constants) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ENCORE_ASSIGN_OR_RETURN(ConstantRebind rebind, PlanConstantRebind(name_, *constants_->Get(), constants));
+  constants_->Set(rebind.list);
+  Status first;
+  for (auto& m : instances_) {
+    DeviceGuard guard(m->device());
+    Status s = m->RebindConstants(rebind);
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
+StatusOr<size_t> Method::SleepInstances() {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t bytes = 0;
+  for (auto& m : instances_) {
+    DeviceGuard guard(m->device());
+    ENCORE_ASSIGN_OR_RETURN(const size_t given, m->Sleep());
+    bytes += given;
+  }
+  return bytes;
+}
+
+Status Method::WakeInstances() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status first;
+  for (auto& m : instances_) {
+    DeviceGuard guard(m->device());
+    Status s = m->Wake();
+    if (first.ok()) first = s;
+  }
+  return first;
 }
 
 Status Method::Synchronize(cudaStream_t stream) {

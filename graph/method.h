@@ -68,6 +68,25 @@ class Method {
   // for host memory at the next capture. InvalidArgument, changing nothing,
   // if a constant has a null address.
   Status Release(std::vector<Constant> new_constants);
+  // For listed constants whose storage moved to new buffers of the same
+  // size (weights loaded into new tensors, a KV cache copied elsewhere):
+  // each entry names a listed constant and gives its new address (and
+  // read_only); the others stay as listed. Every graph of the method, on
+  // every device, in every piece and kept signature or bucket, has its
+  // references into the old storage (base or interior pointers, the offset
+  // kept) rewritten to the new at once, with no warmup and no capture,
+  // where its binding is direct and the reference scan can rewrite every
+  // one it finds; otherwise the method's graphs on that device are dropped
+  // as Release drops them and it warms up and captures again
+  // (event=rebind_recapture with the reason). Either way no launch after
+  // this reads the old storage; a launch already queued may, so the old
+  // storage must outlive the work queued before (a stream-ordered free
+  // does). Counted in MethodReport::rebinds when the graphs were kept.
+  // With several ranks every rank calls it at the same point between calls:
+  // they vote, so all rewrite or all capture again.
+  // InvalidArgument naming the constant, changing nothing, for a name not
+  // listed or given twice, a null address or another size.
+  Status RebindConstants(std::span<const Constant> constants);
   // Waits for `stream`, then reports a failed device check of this method on
   // the current device.
   Status Synchronize(cudaStream_t stream);
@@ -88,12 +107,16 @@ class Method {
   friend class Manager;
   static constexpr int kMaxDevices = 64;
 
-  Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log, std::function<void()> on_first_run,
+  Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log, std::function<void()> on_run,
          std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget,
          std::shared_ptr<CaptureWorker> worker);
-  // Runs the first-run hook once (racing first calls may both run it; it is
-  // idempotent).
-  void NoteFirstRun();
+  // Runs the manager's hook (on_run_) before the first call, and before the
+  // first call after a Manager::Sleep.
+  void NoteRun();
+  // Manager::Sleep and Wake on every device: the bytes given back; the
+  // first error of a wake.
+  StatusOr<size_t> SleepInstances();
+  Status WakeInstances();
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
   // Releases every device's instance. Called with mu_ held.
   Status ReleaseInstances();
@@ -102,13 +125,17 @@ class Method {
   const std::vector<Stage> stages_;  // the body; a method given as one fn has one stage
   const MethodFlags flags_;
   const std::shared_ptr<const EventLog> log_;
-  const std::function<void()> on_first_run_;
+  // The manager's hook before a call: it logs the flags text's unknown names
+  // once, and wakes a sleeping manager (also when an instance finds itself
+  // asleep).
+  const std::function<void()> on_run_;
   const std::shared_ptr<RankConsensus> consensus_;
   const std::string graph_dump_dir_;  // empty: no graph dumps
   const std::shared_ptr<MemoryBudget> budget_;  // the manager's graph memory
   const std::shared_ptr<CaptureWorker> worker_;  // the manager's (capture=background)
-  // Set once on_first_run_ has run, so a replay pays one relaxed load for it.
-  std::atomic<bool> first_run_done_{false};
+  // Set once on_run_ has run, so a replay pays one relaxed load for it;
+  // cleared by Manager::Sleep.
+  std::atomic<bool> run_hook_done_{false};
 
   // The constants, shared with every instance: the one place they live.
   const std::shared_ptr<ConstantSet> constants_;

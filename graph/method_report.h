@@ -39,7 +39,8 @@
   X(precaptures)       /* graphs captured by Method::Precapture */                    \
   X(over_budget_calls) /* calls run eagerly for graph_memory_budget */                \
   X(budget_drops)      /* graphs dropped to stay within graph_memory_budget */      \
-  X(background_captures) /* captures made on the manager's worker (capture=background) */
+  X(background_captures) /* captures made on the manager's worker (capture=background) */ \
+  X(rebinds)           /* constants rebound by rewriting the graphs, no capture */
 
 namespace encore {
 

@@ -44,6 +44,9 @@ bool IsRelease(CudaCall c) {
     case CudaCall::kEventDestroy:
     case CudaCall::kGraphDestroy:
     case CudaCall::kGraphExecDestroy:
+    case CudaCall::kDriverMemUnmap:
+    case CudaCall::kDriverMemRelease:
+    case CudaCall::kDriverMemAddressFree:
       return true;
     default:
       return false;

@@ -176,10 +176,10 @@ TEST_F(NeverSilentTest, APrecaptureThatFailsBeforeAnyPieceCountsNoEagerCall) {
   Method* m = Register("no_room", [](Call& c) { return testing::AffineCall(c, 2.0f, 1.0f); });
   TensorRef ti{in_.get(), DType::kFloat32, {kN}, {}}, to{out_.get(), DType::kFloat32, {kN}, {}};
   CudaFaultInjector faults;
-  faults.FailNth(CudaCall::kMalloc, 1, cudaErrorMemoryAllocation);
+  faults.FailNth(CudaCall::kDriverMemCreate, 1, cudaErrorMemoryAllocation);
   Status st = m->Precapture({&ti, 1}, {&to, 1}, s());
   faults.ClearFailures();
-  EXPECT_EQ(faults.Failed(CudaCall::kMalloc), 1) << st;
+  EXPECT_EQ(faults.Failed(CudaCall::kDriverMemCreate), 1) << st;
   MethodReport r = m->Report();
   EXPECT_EQ(r.capture_failures, 1) << st;
   EXPECT_EQ(r.calls, 0);
@@ -198,11 +198,11 @@ TEST_F(NeverSilentTest, ACallWhoseCaptureFailsBeforeAnyPieceRunsEagerlyAfterGrap
   TensorRef ti{in_.get(), DType::kFloat32, {kN}, {}}, to{out_.get(), DType::kFloat32, {kN}, {}};
   ASSERT_TRUE(m->Run({&ti, 1}, {&to, 1}, s()).ok());  // the warmup
   CudaFaultInjector faults;
-  faults.FailNth(CudaCall::kMalloc, 1, cudaErrorMemoryAllocation);
+  faults.FailNth(CudaCall::kDriverMemCreate, 1, cudaErrorMemoryAllocation);
   Status st = m->Run({&ti, 1}, {&to, 1}, s());
   faults.ClearFailures();
   ASSERT_TRUE(st.ok()) << st;
-  EXPECT_EQ(faults.Failed(CudaCall::kMalloc), 1);
+  EXPECT_EQ(faults.Failed(CudaCall::kDriverMemCreate), 1);
   EXPECT_EQ(off_lines_seen, 1);
   ASSERT_EQ(cudaStreamSynchronize(s()), cudaSuccess);
   MethodReport r = m->Report();

@@ -267,11 +267,12 @@ TEST(ObservabilityGpuTest, OwnersDestroyFailuresGoToTheApplicationsLogger) {
   fx.RunAndCheck(*m);
   {
     CudaFaultInjector faults;
-    // The first event and graph-exec destroys and every cudaFree fail (the
-    // handles and memory leak, which a test can afford).
+    // The first event and graph-exec destroys and every cudaFree and unmap
+    // fail (the handles and memory leak, which a test can afford).
     faults.FailNth(CudaCall::kEventDestroy, 1, cudaErrorInvalidResourceHandle);
     faults.FailNth(CudaCall::kGraphExecDestroy, 1, cudaErrorInvalidResourceHandle);
     faults.FailNth(CudaCall::kFree, 1, cudaErrorInvalidValue, /*times=*/1000);
+    faults.FailNth(CudaCall::kDriverMemUnmap, 1, cudaErrorInvalidValue, /*times=*/1000);
     fx.manager.reset();
   }
   auto destroyed = fx.logs.Named("destroy_failed");

@@ -26,6 +26,10 @@
 // run and other captures begin. A shared arena (set_shared) serializes
 // every call with a mutex, since the worker and the method's callers use it
 // at once; otherwise its one owner serializes them and no lock is taken.
+//
+// The slabs are address ranges with memory mapped into them where CUDA
+// can (SlabMemory), so a sleep (Manager::Sleep) gives the memory back and
+// keeps every address the graphs hold; a wake maps memory back.
 #ifndef ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_
 #define ENCORE_ALLOCATOR_INTERNAL_GRAPH_ARENA_H_
 
@@ -39,6 +43,7 @@
 #include <vector>
 
 #include "encore/allocator/internal/ledger.h"
+#include "encore/allocator/internal/slab_memory.h"
 #include "encore/allocator/memory_stats.h"
 #include "encore/core/status.h"
 
@@ -104,6 +109,17 @@ class GraphArena {
   // Frees every committed slab; the owner must have waited for the last launch.
   Status ReleaseAll();
 
+  // --- sleep (Manager::Sleep): the memory behind every slab given back,
+  // the addresses kept; its bytes. Not during a capture; the owner must
+  // have waited for the last launch. What the slabs held is lost.
+  StatusOr<size_t> Sleep();
+  // Maps memory back behind every slab, at the same addresses.
+  Status Wake();
+  // Some slab has no memory behind it: no graph of the method may launch.
+  bool asleep() const { return memory_.asleep(); }
+  // Bytes of slabs a sleep cannot give back (no virtual memory management).
+  size_t kept_bytes() const { return memory_.kept_bytes(); }
+
   MemoryStats stats() const;
 
  private:
@@ -125,6 +141,7 @@ class GraphArena {
 
   // Every slab, in allocation order: the capture cursor walks its blocks.
   AllocationLedger ledger_;
+  SlabMemory memory_;
   // Bump cursor of the capture in progress (an index into ledger_.blocks()).
   size_t cursor_slab_ = 0;
   size_t cursor_offset_ = 0;

@@ -113,9 +113,21 @@
     (cudaStream_t, cudaGraphNode_t*, size_t, unsigned int))                                  \
   X(StreamBeginCaptureToGraph, encore_cudaStreamBeginCaptureToGraph,                         \
     (cudaStream_t, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaStreamCaptureMode))      \
-  X(DriverGraphNodeGetParams, encore_cuGraphNodeGetParams, (cudaGraphNode_t, CUgraphNodeParams*))     \
+  X(DriverGraphNodeGetParams, encore_cuGraphNodeGetParams, (cudaGraphNode_t, CUgraphNodeParams*)) \
   X(GetDriverEntryPoint, encore_cudaGetDriverEntryPoint,                                     \
-    (const char*, void**, unsigned int, cudaDriverEntryPointQueryResult*))
+    (const char*, void**, unsigned int, cudaDriverEntryPointQueryResult*))                   \
+  X(DriverMemGetAllocationGranularity, encore_cuMemGetAllocationGranularity,                 \
+    (size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))                 \
+  X(DriverMemAddressReserve, encore_cuMemAddressReserve,                                     \
+    (CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))                         \
+  X(DriverMemAddressFree, encore_cuMemAddressFree, (CUdeviceptr, size_t))                    \
+  X(DriverMemCreate, encore_cuMemCreate,                                                     \
+    (CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long)) \
+  X(DriverMemRelease, encore_cuMemRelease, (CUmemGenericAllocationHandle))                   \
+  X(DriverMemMap, encore_cuMemMap,                                                           \
+    (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long))         \
+  X(DriverMemUnmap, encore_cuMemUnmap, (CUdeviceptr, size_t))                                \
+  X(DriverMemSetAccess, encore_cuMemSetAccess, (CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))
 
 // Driver calls that direct binding needs (CUDA 12.4+ drivers), reached
 // through the runtime's driver entry points so that nothing links libcuda (a
@@ -132,6 +144,23 @@ cudaError_t encore_cuKernelGetParamCount(CUkernel kernel, size_t* count);
 cudaError_t encore_cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const CUDA_KERNEL_NODE_PARAMS* params);
 cudaError_t encore_cuGraphKernelNodeSetParams(cudaGraphNode_t node, const CUDA_KERNEL_NODE_PARAMS* params);
+
+// CUDA's virtual memory management (CUDA 10.2+ drivers; core/cuda_vmm.cc),
+// reached the same way: the graph arena's slabs are address ranges with
+// physical memory mapped into them, which Manager::Sleep gives back and
+// Manager::Wake maps again at the same addresses.
+cudaError_t encore_cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                                 CUmemAllocationGranularity_flags option);
+cudaError_t encore_cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                       unsigned long long flags);
+cudaError_t encore_cuMemAddressFree(CUdeviceptr ptr, size_t size);
+cudaError_t encore_cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                               unsigned long long flags);
+cudaError_t encore_cuMemRelease(CUmemGenericAllocationHandle handle);
+cudaError_t encore_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                            unsigned long long flags);
+cudaError_t encore_cuMemUnmap(CUdeviceptr ptr, size_t size);
+cudaError_t encore_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count);
 
 // cudaStreamGetCaptureInfo's status and dependency nodes, with one signature
 // for every CUDA version (the runtime's own signature changed in 13.0).

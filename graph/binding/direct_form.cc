@@ -9,6 +9,7 @@
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
 #include "encore/policy/internal/binding_policy.h"
+#include "encore/graph/binding/internal/site_write.h"
 #include "encore/graph/binding/internal/staging.h"
 #include "encore/graph/internal/lap.h"
 
@@ -185,47 +186,14 @@ Status DirectForm::Write(cudaGraphExec_t exec, const Addresses* bound, const Add
 Status DirectForm::WriteKernel(cudaGraphExec_t exec, const Addresses* bound, KernelSite& k, const Addresses& to) {
   bool moved = bound == nullptr;
   for (const WordRef& r : k.refs) moved |= !moved && (*bound)[r.tensor] != to[r.tensor];
-  if (!moved) return OkStatus();
-  // Every word of the node, not only the moved ones: the parameter buffer
-  // last held another executable's addresses.
-  for (const WordRef& r : k.refs) k.args[r.offset / 8] = reinterpret_cast<uintptr_t>(to[r.tensor]) + r.delta;
-  CUDA_KERNEL_NODE_PARAMS p = k.params;
-  size_t packed_bytes = k.packed_bytes;
-  void* packed[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, k.args.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_bytes,
-                    CU_LAUNCH_PARAM_END};
-  p.kernelParams = k.packed_bytes > 0 ? nullptr : k.arg_ptrs.data();
-  p.extra = k.packed_bytes > 0 ? packed : nullptr;
-  if (exec == nullptr) {
-    ENCORE_CUDA_CALL(DriverGraphKernelNodeSetParams, k.node, &p);
-  } else {
-    ENCORE_CUDA_CALL(DriverGraphExecKernelNodeSetParams, exec, k.node, &p);
-  }
-  return OkStatus();
+  return moved ? WriteKernelSite(exec, k, to) : OkStatus();
 }
 
 Status DirectForm::WriteEndpoints(cudaGraphExec_t exec, const Addresses* bound, EndpointSite& e,
                                   const Addresses& to) {
   bool moved = bound == nullptr;
   for (int t : e.tensor) moved |= !moved && t >= 0 && (*bound)[t] != to[t];
-  if (!moved) return OkStatus();
-  auto at = [&](int i) { return static_cast<char*>(const_cast<void*>(to[e.tensor[i]])) + e.delta[i]; };
-  if (e.is_memset) {
-    e.set.dst = at(1);
-    if (exec == nullptr) {
-      ENCORE_CUDA_CALL(GraphMemsetNodeSetParams, e.node, &e.set);
-    } else {
-      ENCORE_CUDA_CALL(GraphExecMemsetNodeSetParams, exec, e.node, &e.set);
-    }
-    return OkStatus();
-  }
-  if (e.tensor[0] >= 0) e.copy.srcPtr.ptr = at(0);
-  if (e.tensor[1] >= 0) e.copy.dstPtr.ptr = at(1);
-  if (exec == nullptr) {
-    ENCORE_CUDA_CALL(GraphMemcpyNodeSetParams, e.node, &e.copy);
-  } else {
-    ENCORE_CUDA_CALL(GraphExecMemcpyNodeSetParams, exec, e.node, &e.copy);
-  }
-  return OkStatus();
+  return moved ? WriteEndpointSite(exec, e, to) : OkStatus();
 }
 
 }  // namespace encore

@@ -94,9 +94,11 @@ ReferenceScan::ReferenceScan(Args static_inputs, Args static_outputs) : num_inpu
 }
 
 ScanResult ReferenceScan::Run(cudaGraph_t graph, Args static_inputs, Args static_outputs,
-                              std::span<const cudaGraphNode_t> skip, const ConditionalBodies* bodies) {
+                              std::span<const cudaGraphNode_t> skip, const ConditionalBodies* bodies,
+                              const ScanOptions* options) {
   ReferenceScan scan(static_inputs, static_outputs);
   scan.bodies_ = bodies;
+  scan.options_ = options;
   if (Status s = scan.Scan(graph, /*in_child=*/false, skip); !s.ok()) {
     scan.Unread("the reference scan failed (" + std::string(s.message()) + ")");
   }
@@ -112,7 +114,26 @@ void ReferenceScan::Unread(std::string why) {
   Unsafe(std::move(why));
 }
 
+const KernelSite* ReferenceScan::KnownKernel(cudaGraphNode_t node) const {
+  if (options_ == nullptr) return nullptr;
+  for (const KernelSite& k : options_->known_kernels) {
+    if (k.node == node) return &k;
+  }
+  return nullptr;
+}
+
+bool ReferenceScan::KnownEndpoint(cudaGraphNode_t node, int side) const {
+  if (options_ == nullptr) return false;
+  for (const EndpointSite& e : options_->known_endpoints) {
+    if (e.node == node && e.tensor[side] >= 0) return true;
+  }
+  return false;
+}
+
 std::string ReferenceScan::TensorName(int tensor) const {
+  if (options_ != nullptr && static_cast<size_t>(tensor) < options_->names.size()) {
+    return "constant '" + options_->names[tensor] + "'";
+  }
   return static_cast<size_t>(tensor) < num_inputs_ ? "input " + std::to_string(tensor)
                                                    : "output " + std::to_string(tensor - num_inputs_);
 }
@@ -185,7 +206,13 @@ Status ReferenceScan::ScanKernel(cudaGraphNode_t node, bool in_child) {
     return OkStatus();
   }
   if (k.params.extra != nullptr ? !ReadPackedParams(k) : !ReadParamList(k)) return OkStatus();
+  const KernelSite* known = KnownKernel(node);
+  auto known_word = [known](size_t w) {
+    return known != nullptr &&
+           std::any_of(known->refs.begin(), known->refs.end(), [w](const WordRef& r) { return r.offset == w; });
+  };
   for (size_t w = 0; w + 8 <= k.args.size() * 8; w += 8) {
+    if (known_word(w)) continue;
     uint64_t delta = 0;
     const uintptr_t word = static_cast<uintptr_t>(k.args[w / 8]);
     const int t = FindTensor(word, &delta);
@@ -258,11 +285,15 @@ Status ReferenceScan::ScanEndpoints(cudaGraphNode_t node, bool is_memset, bool i
   e.is_memset = is_memset;
   if (is_memset) {
     ENCORE_CUDA_CALL(GraphMemsetNodeGetParams, node, &e.set);
-    e.tensor[1] = FindTensor(reinterpret_cast<uintptr_t>(e.set.dst), &e.delta[1]);
+    if (!KnownEndpoint(node, 1)) e.tensor[1] = FindTensor(reinterpret_cast<uintptr_t>(e.set.dst), &e.delta[1]);
   } else {
     ENCORE_CUDA_CALL(GraphMemcpyNodeGetParams, node, &e.copy);
-    if (e.copy.srcArray == nullptr) e.tensor[0] = FindTensor(reinterpret_cast<uintptr_t>(e.copy.srcPtr.ptr), &e.delta[0]);
-    if (e.copy.dstArray == nullptr) e.tensor[1] = FindTensor(reinterpret_cast<uintptr_t>(e.copy.dstPtr.ptr), &e.delta[1]);
+    if (e.copy.srcArray == nullptr && !KnownEndpoint(node, 0)) {
+      e.tensor[0] = FindTensor(reinterpret_cast<uintptr_t>(e.copy.srcPtr.ptr), &e.delta[0]);
+    }
+    if (e.copy.dstArray == nullptr && !KnownEndpoint(node, 1)) {
+      e.tensor[1] = FindTensor(reinterpret_cast<uintptr_t>(e.copy.dstPtr.ptr), &e.delta[1]);
+    }
   }
   if (e.tensor[0] < 0 && e.tensor[1] < 0) return OkStatus();
   for (int t : e.tensor) {

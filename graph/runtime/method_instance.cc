@@ -11,7 +11,9 @@
 namespace encore {
 
 MethodInstance::MethodInstance(InstanceSpec spec)
-    : worker_(spec.flags.capture_mode == CaptureMode::kBackground ? spec.worker : nullptr), s_(std::move(spec), this) {
+    : worker_(spec.flags.capture_mode == CaptureMode::kBackground ? spec.worker : nullptr),
+      wake_manager_(std::move(spec.wake_manager)),
+      s_(std::move(spec), this) {
   if (!s_.background.on()) return;
   s_.background.set_submit([this](uint64_t id) { worker_->Submit(this, [this, id] { RecordJob(id); }); });
 }
@@ -39,7 +41,8 @@ MethodInstance::~MethodInstance() {
 
 Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Run"));
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (s_.store.arena.asleep()) WakeForCall(lock);
   if (s_.DeviceFailurePending()) ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
   // A replay destroys no owner, so it needs no log scope.
   Status replayed;
@@ -58,6 +61,7 @@ Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Precapture"));
   std::unique_lock<std::mutex> lock(mu_);
+  if (s_.store.arena.asleep()) WakeForCall(lock);
   // Precapture captures in the foreground, now: the worker's jobs go first.
   QuiesceBackground(lock);
   ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
@@ -70,6 +74,10 @@ Status MethodInstance::Release() {
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Release"));
   std::unique_lock<std::mutex> lock(mu_);
+  return ReleaseLocked(lock);
+}
+
+Status MethodInstance::ReleaseLocked(std::unique_lock<std::mutex>& lock) {
   QuiesceBackground(lock);
   ENCORE_RETURN_IF_ERROR(s_.store.last_launch.Wait());
   s_.store.cache.Clear();

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "encore/graph/store/internal/graph_entry.h"
 
+#include <utility>
+
 #include "encore/core/internal/log.h"
 
 namespace encore {
@@ -37,6 +39,36 @@ StatusOr<BoundExec> PieceGraph::Bind(Args inputs, Args outputs, int64_t* new_var
   ENCORE_ASSIGN_OR_RETURN(StagedForm::Cache::Variant * v,
                           staged.variants().Bind(inputs, outputs, staged, new_variants));
   return BoundExec{&v->exec, true};
+}
+
+PieceRebind PieceGraph::FindConstants(Args old_storage, std::span<const std::string> names,
+                                      std::string* why) const {
+  PieceRebind found;
+  if (!graphed) return found;  // its stages run eagerly, on the constants as listed now
+  if (!direct) {
+    // Note [Rebinding needs a direct form]: the probe of a direct form ran
+    // its body with every buffer it was bound to poisoned, which shows its
+    // nodes reach memory through the words the scan reads. A staged graph
+    // (padded, copy_outputs=false, a failed probe, conditional nodes) has
+    // no such evidence: a pointer to a constant kept in device memory
+    // would be missed, so it is captured again instead.
+    *why = "a graph is staged (" + binding.reason + ")";
+    return found;
+  }
+  found.direct = direct->FindConstants(old_storage, names);
+  if (!found.direct.complete || !found.direct.unsafe.empty()) {
+    *why = found.direct.unsafe;
+    return found;
+  }
+  found.staged = staged.FindConstants(old_storage, names);
+  if (!found.staged.complete) *why = found.staged.unsafe;
+  return found;
+}
+
+Status PieceGraph::RebindConstants(PieceRebind found, const Addresses& to) {
+  if (!graphed || !direct) return OkStatus();
+  ENCORE_RETURN_IF_ERROR(direct->RebindConstants(std::move(found.direct), to));
+  return staged.RebindConstants(std::move(found.staged), to);
 }
 
 }  // namespace encore

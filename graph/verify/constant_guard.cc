@@ -79,6 +79,18 @@ void ConstantGuard::SaveSmallRegions() {
   mask_stale_ = true;
 }
 
+void ConstantGuard::Inherit(const Learned& from) {
+  if (from.sizes != sizes_) return;
+  too_many_ |= from.too_many;
+  for (int64_t block : from.written) {
+    StatusOr<BlockLocation> at = sums_.map().Locate(block);
+    if (!at.ok() || read_only_[at->region]) continue;
+    if (std::binary_search(written_.begin(), written_.end(), block)) continue;
+    written_.insert(std::upper_bound(written_.begin(), written_.end(), block), block);
+    mask_stale_ = true;
+  }
+}
+
 size_t ConstantGuard::written_bytes() const { return written_.size() * RegionChecksums::kBlockBytes; }
 
 StatusOr<int> ConstantGuard::TakeSlot() {

@@ -56,6 +56,20 @@ PyMethod* PyManager::register_method(const std::string& name, nb::object body, n
   return new PyMethod(*method, manager_);
 }
 
+int64_t PyManager::sleep() {
+  int64_t bytes = 0;
+  WithoutGil([&]() -> Status {
+    StatusOr<int64_t> given = manager_->Sleep();
+    if (given.ok()) bytes = *given;
+    return given.status();
+  });
+  return bytes;
+}
+
+void PyManager::wake() {
+  WithoutGil([&] { return manager_->Wake(); });
+}
+
 void BindManager(nb::module_& m) {
   nb::class_<PyManager>(m, "Manager")
       .def_static("create", &CreateManager, nb::arg("flags_text"), nb::arg("budget"), nb::arg("emit").none(),
@@ -63,7 +77,10 @@ void BindManager(nb::module_& m) {
       .def("register_method", &PyManager::register_method, nb::arg("name"), nb::arg("body"),
            nb::arg("constants").none(), nb::arg("flags_text").none(), nb::rv_policy::take_ownership)
       .def("report_json", &PyManager::report_json)
-      .def("wait_for_captures", &PyManager::wait_for_captures);
+      .def("wait_for_captures", &PyManager::wait_for_captures)
+      .def("sleep", &PyManager::sleep)
+      .def("wake", &PyManager::wake)
+      .def_prop_ro("asleep", &PyManager::asleep);
 }
 
 }  // namespace encore::python

@@ -7,6 +7,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,11 @@ class PyManager {
   // last one ends the manager, which waits for a background capture being
   // recorded, whose Python body needs the GIL.
   ~PyManager();
+  // Manager::Sleep (the bytes given back) and Wake, the GIL released while
+  // they wait on the device; raise their errors.
+  int64_t sleep();
+  void wake();
+  bool asleep() const { return manager_->asleep(); }
 
  private:
   // Shared with every PyMethod it made: a method keeps its manager, which

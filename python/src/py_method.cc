@@ -96,6 +96,11 @@ void PyMethod::release_constants(nb::list constants) {
   WithoutGil([&] { return method_->Release(std::move(list)); });
 }
 
+void PyMethod::rebind_constants(nb::list constants) {
+  std::vector<Constant> list = ToConstants(constants);
+  WithoutGil([&] { return method_->RebindConstants(list); });
+}
+
 void PyMethod::synchronize(uintptr_t stream) {
   WithoutGil([&] { return method_->Synchronize(reinterpret_cast<cudaStream_t>(stream)); });
 }
@@ -136,6 +141,7 @@ void BindMethod(nb::module_& m) {
       .def("precapture", &PyMethod::precapture)
       .def("release", &PyMethod::release)
       .def("release_constants", &PyMethod::release_constants)
+      .def("rebind_constants", &PyMethod::rebind_constants, nb::arg("constants"))
       .def("synchronize", &PyMethod::synchronize)
       .def("count_eager_call", &PyMethod::count_eager_call, nb::arg("reason"))
       .def("report_json", &PyMethod::report_json)

@@ -57,6 +57,9 @@ class PyMethod {
   void release();
   // Release with a new list of constants (their storage moved).
   void release_constants(nanobind::list constants);
+  // Method::RebindConstants: (name, data_ptr, bytes, read_only) tuples of
+  // listed constants whose storage moved, the GIL released.
+  void rebind_constants(nanobind::list constants);
   void synchronize(uintptr_t stream);
   // A call the Python layer ran eagerly itself, counted in the C++ report.
   void count_eager_call(const std::string& reason) { method_->CountEagerCall(reason); }

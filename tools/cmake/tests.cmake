@@ -6,6 +6,7 @@ set(ENCORE_CPU_TESTS
   allocator/graph_arena_test
   allocator/ledger_test
   allocator/memory_budget_test
+  allocator/slab_memory_test
   core/cuda_api_test
   core/cuda_error_test
   core/cuda_handle_test
@@ -19,6 +20,7 @@ set(ENCORE_CPU_TESTS
   graph/binding/direct_form_test
   graph/binding/reference_scan_test
   graph/binding/variant_cache_test
+  graph/body/constant_moves_test
   graph/body/method_body_test
   graph/capture_fence_test
   graph/capture_worker_test

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -86,6 +88,18 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // statistics stay as they were.
   StatusOr<const GraphExec*> BindForProbe(Args inputs, Args outputs);
 
+  // --- constants that moved (Method::RebindConstants; constant_rebind.cc)
+  // The graph's references into `old_storage` (the moved constants' old
+  // bytes, named by `names`), the words bound to the caller's tensors left
+  // out; changes nothing. Its `unsafe` says why not every one can be
+  // rewritten (an end pointer, a node of a child graph, one not read).
+  ScanResult FindConstants(Args old_storage, std::span<const std::string> names) const;
+  // Points what FindConstants found at `to` (the constants' new addresses,
+  // in its order): in the graph, for executables made later, and in every
+  // executable, each keeping its caller's addresses. An executable that is
+  // running is not affected; its later launches are.
+  Status RebindConstants(ScanResult found, const Addresses& to);
+
   bool Accepts(Args inputs, Args outputs, uint64_t key) override;
   StatusOr<GraphExec> Instantiate(const Addresses& to) override;
   Status Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key) override;
@@ -100,6 +114,11 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   Status Write(cudaGraphExec_t exec, const Addresses* bound, const Addresses& to);
   Status WriteKernel(cudaGraphExec_t exec, const Addresses* bound, KernelSite& k, const Addresses& to);
   Status WriteEndpoints(cudaGraphExec_t exec, const Addresses* bound, EndpointSite& e, const Addresses& to);
+  // Writes a site of the caller's tensors into the graph and every
+  // executable, each with the addresses it is bound to (where it is bound
+  // to none, the static buffers').
+  template <class Site>
+  Status WriteBound(Site& site);
 
   // Where the caller's addresses go: the scan's kernel parameter words and
   // copy endpoints, and which tensors it found named at all.

@@ -70,6 +70,18 @@ struct ScanResult {
   std::string unsafe;
 };
 
+// A scan for other memory than the buffers a body ran on (the old storage
+// of constants that moved, Method::RebindConstants).
+struct ScanOptions {
+  // Sites already known to name the caller's tensors (a direct form's):
+  // their words and endpoints hold the caller's addresses and are skipped.
+  std::span<const KernelSite> known_kernels;
+  std::span<const EndpointSite> known_endpoints;
+  // What the reasons call each range (inputs, then outputs); empty:
+  // "input N", "output N".
+  std::span<const std::string> names;
+};
+
 class ReferenceScan {
  public:
   // Scans `graph` (child graphs included) for references to the static
@@ -78,10 +90,15 @@ class ReferenceScan {
   // `bodies`: the body graphs of the conditional nodes the capture made
   // (their nodes' references count; they are not rewritten).
   static ScanResult Run(cudaGraph_t graph, Args static_inputs, Args static_outputs,
-                        std::span<const cudaGraphNode_t> skip, const ConditionalBodies* bodies = nullptr);
+                        std::span<const cudaGraphNode_t> skip, const ConditionalBodies* bodies = nullptr,
+                        const ScanOptions* options = nullptr);
 
  private:
   ReferenceScan(Args static_inputs, Args static_outputs);
+  // The known site of `node`'s parameters (ScanOptions), or null; whether
+  // its endpoint `side` (0 source, 1 destination) is a known site.
+  const KernelSite* KnownKernel(cudaGraphNode_t node) const;
+  bool KnownEndpoint(cudaGraphNode_t node, int side) const;
   Status Scan(cudaGraph_t g, bool in_child, std::span<const cudaGraphNode_t> skip);
   Status ScanConditional(cudaGraphNode_t node);
   Status ScanKernel(cudaGraphNode_t node, bool in_child);
@@ -105,6 +122,7 @@ class ReferenceScan {
   };
   std::vector<Range> ranges_;  // inputs then outputs
   const ConditionalBodies* bodies_ = nullptr;
+  const ScanOptions* options_ = nullptr;
   size_t num_inputs_ = 0;
   ScanResult r_;
 };

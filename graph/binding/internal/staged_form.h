@@ -14,12 +14,14 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "encore/core/status.h"
 #include "encore/core/tensor.h"
 #include "encore/graph/internal/graph.h"
 #include "encore/graph/binding/internal/address_set.h"
+#include "encore/graph/binding/internal/reference_scan.h"
 #include "encore/graph/binding/internal/staging.h"
 #include "encore/graph/binding/internal/variant_cache.h"
 
@@ -111,6 +113,17 @@ class StagedForm : public VariantForm<GraphExec, StagedExtra> {
   // `*bumped`: a head that bumps the check sequence was launched.
   Status LaunchHeads(bool body_bumps_sequence, cudaStream_t stream, bool* bumped) const;
   Status LaunchTails(cudaStream_t stream) const;
+
+  // --- constants that moved (Method::RebindConstants; constant_rebind.cc)
+  // The graph's references into `old_storage` (the moved constants' old
+  // bytes, named by `names`), the heads skipped; changes nothing. Under
+  // direct binding the direct form's scan of the same body says whether
+  // they can all be rewritten.
+  ScanResult FindConstants(Args old_storage, std::span<const std::string> names) const;
+  // Points them at `to` in the graph and in every executable. Executables
+  // updated in place from another graph name that graph's nodes: they are
+  // all dropped instead, and a first executable made again.
+  Status RebindConstants(ScanResult found, const Addresses& to);
 
   bool Accepts(Args, Args, uint64_t) override { return true; }
   StatusOr<GraphExec> Instantiate(const Addresses& to) override;

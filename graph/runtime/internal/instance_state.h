@@ -9,6 +9,7 @@
 #ifndef ENCORE_GRAPH_RUNTIME_INTERNAL_INSTANCE_STATE_H_
 #define ENCORE_GRAPH_RUNTIME_INTERNAL_INSTANCE_STATE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,7 @@ struct InstanceSpec {
   std::string graph_dump_dir;            // empty: no graph dumps
   std::shared_ptr<MemoryBudget> budget;  // the manager's graph memory; null: none
   std::shared_ptr<CaptureWorker> worker;  // the manager's, for capture=background
+  std::function<void()> wake_manager;     // a call found the instance asleep (Manager::Sleep)
 };
 
 struct InstanceState {

@@ -11,11 +11,15 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "encore/core/status.h"
+#include "encore/graph/body/internal/constant_moves.h"
 #include "encore/graph/call.h"
 #include "encore/graph/method_report.h"
 #include "encore/graph/runtime/internal/dispatcher.h"
@@ -36,7 +40,17 @@ class MethodInstance final : public internal::CallHost {
   // Drops the graphs, their memory and the captured shapes (the constants
   // may have been replaced in the shared ConstantSet first).
   Status Release();
+  // Method::RebindConstants on this device (rebind.cc): the graphs'
+  // references to the constants that moved rewritten, or the graphs
+  // dropped as by Release when that cannot be done safely.
+  Status RebindConstants(const ConstantRebind& rebind);
   Status Synchronize(cudaStream_t stream);
+  // Manager::Sleep and Wake on this device (sleep.cc): waits for the last
+  // launch and gives back the memory behind the graph arena, keeping its
+  // addresses (the bytes given back); maps memory back. A wake that cannot
+  // map it drops the graphs, as Release does, and returns why.
+  StatusOr<size_t> Sleep();
+  Status Wake();
   MethodReport Report() const;
   int device() const { return s_.info.device; }
 
@@ -58,6 +72,22 @@ class MethodInstance final : public internal::CallHost {
   void QuiesceBackground(std::unique_lock<std::mutex>& lock);
 
   const std::shared_ptr<CaptureWorker> worker_;  // the manager's; null without capture=background
+
+  // Release with `lock` (of mu_) held.
+  Status ReleaseLocked(std::unique_lock<std::mutex>& lock);
+  // Wake with `lock` (of mu_) held.
+  Status WakeLocked(std::unique_lock<std::mutex>& lock);
+  // A call found the arena asleep: the manager is woken (mu_ released
+  // meanwhile), then this instance if a sleep came in between.
+  void WakeForCall(std::unique_lock<std::mutex>& lock);
+  // Every piece's references to the moved constants, or why they cannot all
+  // be rewritten; then the rewrite of what was found.
+  std::string FindConstants(const ConstantRebind& rebind, std::vector<PieceRebind>* found, int64_t* references) const;
+  Status RewriteConstants(std::vector<PieceRebind> found, const Addresses& to);
+
+  // Wakes the manager this instance's method belongs to (first: taken from
+  // the spec before s_ takes the rest).
+  const std::function<void()> wake_manager_;
   InstanceState s_;
   Dispatcher dispatcher_{s_};
   mutable std::mutex mu_;

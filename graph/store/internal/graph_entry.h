@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,13 @@ struct PieceBinding : BindingChoice {
   bool auto_rejudge = false;
 };
 
+// A piece's references to the old storage of constants that moved, found
+// in each of its forms (PieceGraph::FindConstants).
+struct PieceRebind {
+  ScanResult direct;
+  ScanResult staged;
+};
+
 // One piece's graph: staged, and its direct form when bound directly.
 struct PieceGraph {
   // Null when the piece runs its stages eagerly (its capture failed, with
@@ -79,6 +87,15 @@ struct PieceGraph {
   // method when the direct form's rewrite is refused (logged once).
   StatusOr<BoundExec> Bind(Args inputs, Args outputs, int64_t* new_variants, const EventLog& log,
                            const std::string& method, const CallSignature& signature);
+  // Constants that moved (Method::RebindConstants): the graph's references
+  // into their `old_storage` (named by `names`), changing nothing, and in
+  // `*why` why they cannot all be rewritten (empty when they can): a
+  // staged graph, whose body no probe showed the scan sees whole, or what
+  // the direct form's scan could not read or rewrite.
+  PieceRebind FindConstants(Args old_storage, std::span<const std::string> names, std::string* why) const;
+  // Points them at `to` (the new addresses, in old_storage's order) in both
+  // forms and all their executables.
+  Status RebindConstants(PieceRebind found, const Addresses& to);
 };
 
 struct GraphEntry {

@@ -62,6 +62,19 @@ class ConstantGuard {
   // save than `max_bytes`, a read-only constant changed).
   StatusOr<std::unique_ptr<GuardedRun>> BeginTwice(size_t max_bytes, cudaStream_t stream);
 
+  // What the calls were seen to write, to carry over to the guard of a list
+  // whose constants moved (Method::RebindConstants: the same sizes in the
+  // same order, so the same blocks): no warmup runs again to learn it.
+  struct Learned {
+    std::vector<size_t> sizes;      // the guarded constants' sizes, in order
+    std::vector<int64_t> written;   // ascending block indices
+    bool too_many = false;
+  };
+  Learned learned() const { return Learned{sizes_, written_, too_many_}; }
+  // Adds `from`'s written blocks (those of constants not read_only now)
+  // when its constants have these sizes; else nothing.
+  void Inherit(const Learned& from);
+
   // Bytes of the blocks calls were seen to write, and of all the blocks.
   size_t written_bytes() const;
   size_t total_bytes() const { return total_bytes_; }
