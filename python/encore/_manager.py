@@ -68,6 +68,27 @@ class Manager:
             self._methods[name] = m
             return m
 
+    def sleep(self) -> int:
+        """Waits for the graphs' last launches and gives back the device
+        memory behind every graph's own memory (its intermediate and scratch
+        buffers; not the callers' tensors, not constants), keeping the
+        executables and their addresses. Returns the bytes given back. A
+        method's call while asleep wakes the manager first. Results of
+        ``outputs=reuse`` do not survive a sleep. (The memory PyTorch's
+        caching allocator gave a Python method's capture stays with
+        PyTorch: docs/limitations.md.)"""
+        return self._cxx.sleep()
+
+    def wake(self) -> None:
+        """Maps the graphs' memory back at the same addresses, so they
+        replay with no capture."""
+        self._cxx.wake()
+
+    @property
+    def asleep(self) -> bool:
+        """Whether sleep() gave the graphs' memory back and no wake followed."""
+        return self._cxx.asleep
+
     def synchronize_captures(self) -> None:
         """Waits until no capture this manager's methods queued for the
         background (``capture=background``) is pending."""
