@@ -131,3 +131,52 @@ def test_rebind_under_stages(torch_cuda, manager):
         for _ in range(3):
             torch.testing.assert_close(m(x), lin(x) + lin.shift, rtol=0, atol=0)
         del squatters
+
+
+def test_sleep_gives_memory_back_and_wake_replays_without_a_capture(torch_cuda):
+    torch = torch_cuda
+    lin = _model(torch)
+    f = _f(lin)
+    mgr = encore.Manager(flags="")
+    # Padded graphs are staged: their static inputs and outputs are encore's
+    # own graph memory, which a sleep gives back.
+    m = mgr.method(f, name="sleeper", constants=lin, flags="on_new_shape=pad,buckets=256|1024,warmup=1")
+    xs = [torch.randn(b, 64, device="cuda") for b in (200, 1000, 7)]
+    with torch.no_grad():
+        for x in xs + xs:
+            torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+        before = m.report()
+        torch.cuda.synchronize()
+        free_awake, _ = torch.cuda.mem_get_info()
+        given = mgr.sleep()
+        assert mgr.asleep and given > 0
+        free_asleep, _ = torch.cuda.mem_get_info()
+        assert free_asleep - free_awake >= 0.9 * given, (free_awake, free_asleep, given)
+        mgr.wake()
+        assert not mgr.asleep
+        for x in xs:
+            torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+        mgr.sleep()
+        torch.testing.assert_close(m(xs[0]), f(xs[0]), rtol=0, atol=0)  # a call while asleep wakes first
+        assert not mgr.asleep
+    after = m.report()
+    assert after["captures"] == before["captures"] and after["replays"] == before["replays"] + 4, (before, after)
+
+
+def test_sleep_waits_for_captures_pending_in_the_background(torch_cuda):
+    torch = torch_cuda
+    lin = _model(torch)
+    f = _f(lin)
+    mgr = encore.Manager(flags="")
+    m = mgr.method(f, name="bg_sleeper", constants=lin, flags="capture=background,warmup=1")
+    x = torch.randn(8, 64, device="cuda")
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+        mgr.sleep()
+        mgr.wake()
+        mgr.synchronize_captures()
+        for _ in range(3):
+            torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+    r = m.report()
+    assert r["background_captures"] >= 1 and r["replays"] >= 1, r
