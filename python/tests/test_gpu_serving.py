@@ -153,3 +153,105 @@ def test_precapture_of_a_host_tensor_is_refused(torch_cuda, manager):
     m = manager.method(lambda x: x + 1, name="pre_host")
     with pytest.raises(encore.InvalidArgumentError, match="host_input"):
         m.precapture(torch.ones(2))
+
+
+def test_background_captures_under_a_stream_of_new_shapes(torch_cuda):
+    torch = torch_cuda
+    f, consts = _rowwise(torch)
+    mgr = encore.Manager(flags="")
+    m = mgr.method(f, name="bg_shapes", constants=consts, flags="capture=background,on_new_shape=recapture,"
+                                                                 "max_graphs=8,warmup=1")
+    sizes = [1, 2, 3, 4, 5, 6, 7, 8] * 4
+    for b in sizes:
+        x = torch.randn(b, 32, device="cuda")
+        _check(torch, m(x), f(x))  # never waits for a capture; always right
+    mgr.synchronize_captures()
+    for b in sizes[:8]:
+        x = torch.randn(b, 32, device="cuda")
+        _check(torch, m(x), f(x))
+    r = m.report()
+    assert r["background_captures"] >= 1 and r["replays"] >= 1, r
+    assert r["eager_by_reason"].get("capturing", 0) >= 1, r
+
+
+def test_background_buckets_first_call_is_eager_then_replays(torch_cuda):
+    torch = torch_cuda
+    f, consts = _rowwise(torch)
+    mgr = encore.Manager(flags="")
+    m = mgr.method(f, name="bg_pad", constants=consts, flags="capture=background,on_new_shape=pad,buckets=4|8,"
+                                                              "warmup=1")
+    for b in (3, 7, 2, 8):
+        x = torch.randn(b, 32, device="cuda")
+        _check(torch, m(x), f(x))
+    mgr.synchronize_captures()
+    for b in (3, 7, 2, 8):
+        x = torch.randn(b, 32, device="cuda")
+        _check(torch, m(x), f(x))
+    r = m.report()
+    assert r["background_captures"] == 2 and r["replays"] >= 2, r
+
+
+def test_a_background_capture_that_fails_turns_graphs_off_and_calls_stay_right(torch_cuda):
+    torch = torch_cuda
+    mgr = encore.Manager(flags="")
+
+    def f(x):
+        if x.sum().item() > 1e30:  # .item() refuses inside a capture
+            return x
+        return x * 2
+
+    m = mgr.method(f, name="bg_fails", flags="capture=background,warmup=1")
+    x = torch.randn(4, device="cuda")
+    for _ in range(3):
+        torch.testing.assert_close(m(x), x * 2)
+    mgr.synchronize_captures()
+    for _ in range(3):
+        torch.testing.assert_close(m(x), x * 2)
+    r = m.report()
+    assert r["phase"] == "eager" and r["capture_failures"] == 1, r
+
+
+def test_two_threads_call_while_a_capture_is_pending(torch_cuda):
+    import threading
+    torch = torch_cuda
+    f, consts = _rowwise(torch)
+    mgr = encore.Manager(flags="")
+    m = mgr.method(f, name="bg_threads", constants=consts, flags="capture=background,warmup=1")
+    errors = []
+
+    def worker(seed):
+        try:
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for _ in range(20):
+                    x = torch.randn(6, 32, device="cuda", generator=g)
+                    _check(torch, m(x), f(x))
+            s.synchronize()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    mgr.synchronize_captures()
+    assert not errors, errors
+    assert m.report()["background_captures"] == 1
+
+
+def test_a_manager_dropped_with_captures_pending(torch_cuda):
+    import gc
+    torch = torch_cuda
+    f, consts = _rowwise(torch)
+    mgr = encore.Manager(flags="")
+    m = mgr.method(f, name="bg_dropped", constants=consts, flags="capture=background,warmup=1")
+    for _ in range(2):
+        x = torch.randn(5, 32, device="cuda")
+        _check(torch, m(x), f(x))
+    del m, mgr
+    gc.collect()
+    torch.cuda.synchronize()
+    x = torch.randn(5, 32, device="cuda")
+    _check(torch, f(x), f(x))  # the process and its context go on
