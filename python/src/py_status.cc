@@ -24,17 +24,20 @@ Classes& Made() {
   return *classes;
 }
 
-PyObject* NewClass(nb::module_& m, const char* module, const char* name, nb::handle bases, const char* code,
-                   const char* doc) {
+// A class of module `m`, named as the module is (encore._encore; _encore
+// alone where stubgen imports it to write the stub, which then lists it).
+PyObject* NewClass(nb::module_& m, const char* name, nb::handle bases, const char* code, const char* doc) {
   nb::dict d;
   d["code"] = code;
   // The message as encore wrote it: str(e), kept as an attribute too.
   d["message"] = nb::handle(reinterpret_cast<PyObject*>(&PyProperty_Type))(
-      nb::cpp_function([](nb::handle self) -> nb::object {
-        nb::tuple args = nb::borrow<nb::tuple>(self.attr("args"));
-        return nb::len(args) > 0 ? nb::borrow(args[0]) : nb::str("");
-      }));
-  const std::string qualified = std::string(module) + "." + name;
+      nb::cpp_function(
+          [](nb::handle self) -> nb::str {
+            nb::tuple args = nb::borrow<nb::tuple>(self.attr("args"));
+            return nb::len(args) > 0 ? nb::str(args[0]) : nb::str("");
+          },
+          nb::is_method()));
+  const std::string qualified = nb::cast<std::string>(m.attr("__name__")) + "." + name;
   PyObject* t = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), d.ptr());
   if (t == nullptr) throw nb::python_error();
   m.attr(name) = nb::handle(t);  // the module holds one reference, Made() the other
@@ -84,12 +87,12 @@ void BindErrors(nb::module_& m) {
       .value("UNAVAILABLE", StatusCode::kUnavailable)
       .value("DATA_LOSS", StatusCode::kDataLoss);
   Classes& c = Made();
-  c.error = NewClass(m, "encore", "Error", nb::handle(PyExc_RuntimeError), "UNKNOWN",
+  c.error = NewClass(m, "Error", nb::handle(PyExc_RuntimeError), "UNKNOWN",
                      "An error from encore: str(e) is the C++ message; `code` the StatusCode's name "
                      "(\"INVALID_ARGUMENT\").");
   auto sub = [&](StatusCode code, const char* name, nb::handle bases, const char* doc) {
     c.by_code[static_cast<int>(code)] =
-        NewClass(m, "encore", name, bases, std::string(StatusCodeName(code)).c_str(), doc);
+        NewClass(m, name, bases, std::string(StatusCodeName(code)).c_str(), doc);
   };
   nb::handle error(c.error);
   sub(StatusCode::kInvalidArgument, "InvalidArgumentError", nb::make_tuple(error, nb::handle(PyExc_ValueError)),
@@ -100,7 +103,7 @@ void BindErrors(nb::module_& m) {
   sub(StatusCode::kUnavailable, "UnavailableError", error, "PyTorch or a GPU is missing.");
   sub(StatusCode::kInternal, "InternalError", error, "A failure inside encore or CUDA.");
   c.unsupported_tensor =
-      NewClass(m, "encore._encore", "UnsupportedTensorError",
+      NewClass(m, "UnsupportedTensorError",
                nb::handle(c.by_code[static_cast<int>(StatusCode::kInvalidArgument)]), "INVALID_ARGUMENT",
                "A tensor encore cannot describe (its dtype, more than 8 dims): the call runs eagerly.");
   m.def("error_for", [](StatusCode code, const std::string& message) { return ErrorObject(Status(code, message)); },

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // How a Status crosses into Python: as the exception of its code, raised at
 // the binding's edge once encore has returned (nothing unwinds through
-// encore). The classes are made here, in C++, with the module
-// (python/encore/_errors.py re-exports them): encore.Error (a RuntimeError)
+// encore). The classes are made here, in C++, in the module
+// encore._encore (python/encore/_errors.py and the package re-export
+// them): encore.Error (a RuntimeError)
 // with `code`, the StatusCode's name, and a subclass per code that Python
 // code catches by name; InvalidArgumentError is also a ValueError.
 #ifndef ENCORE_PYTHON_SRC_PY_STATUS_H_

@@ -35,7 +35,7 @@ def test_error_classes():
     for cls in (encore.InvalidArgumentError, encore.FailedPreconditionError, encore.ResourceExhaustedError,
                 encore.UnavailableError, encore.InternalError):
         assert issubclass(cls, encore.Error)
-        assert cls.__module__ == "encore"
+        assert cls.__module__ == "encore._encore"
     S = _encore.StatusCode
     e = error_for(S.INVALID_ARGUMENT, "method 'f': input 0 has size 4 in dim 1, captured with 3")
     assert type(e) is encore.InvalidArgumentError
