@@ -28,6 +28,15 @@ cudaError_t HostFree(void* p) {
   return cudaSuccess;
 }
 cudaError_t ExchangeMode(cudaStreamCaptureMode*) { return cudaSuccess; }
+cudaError_t Device0(int* d) {
+  *d = 0;
+  return cudaSuccess;
+}
+// No virtual memory management here: the slabs come from cudaMalloc, the
+// host's malloc above (allocator/internal/slab_memory.h).
+cudaError_t NoVmm(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) {
+  return cudaErrorNotSupported;
+}
 
 class GraphArenaHeldTest : public ::testing::Test {
  protected:
@@ -37,6 +46,8 @@ class GraphArenaHeldTest : public ::testing::Test {
     table_.Malloc = HostMalloc;
     table_.Free = HostFree;
     table_.ThreadExchangeStreamCaptureMode = ExchangeMode;
+    table_.GetDevice = Device0;
+    table_.DriverMemGetAllocationGranularity = NoVmm;
     saved_ = internal::g_cuda_api.exchange(&table_);
   }
   void TearDown() override {

@@ -103,7 +103,9 @@ TEST_F(BackgroundCaptureGpuTest, AStreamOfNewShapesIsRightThroughout) {
   Buffers b(1.0f);
   for (int round = 0; round < 6; ++round) {
     for (int64_t rows : {2, 3, 5, 7}) RunAndCheck(m, b, rows, s());
-    if (round == 2) ASSERT_TRUE(manager_->WaitForCaptures().ok());
+    if (round == 2) {
+      ASSERT_TRUE(manager_->WaitForCaptures().ok());
+    }
   }
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
   const int64_t replays = m->Report().replays;
