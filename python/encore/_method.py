@@ -118,17 +118,21 @@ class Method:
     def __del__(self):
         retire(self.__dict__.get("_cm"))
 
-    def _call(self, args, kwargs):
+    def _arguments(self, args, kwargs):
+        """The call's tensors, its other values (the signature's nodes) and
+        why it runs eagerly whatever the graphs (None: it need not)."""
         flush()
         torch = self._torch
         tensors, nodes = [], []
         flatten(args, torch.Tensor, tensors, nodes)
         flatten(kwargs, torch.Tensor, tensors, nodes)
-        nodes = tuple(nodes)
         if not self._ready:
             require_gpu(torch, f"method '{self.name}'")
             self._ready = True
-        reason = self._python_eager_reason(tensors)
+        return tensors, tuple(nodes), self._python_eager_reason(tensors)
+
+    def _call(self, args, kwargs):
+        tensors, nodes, reason = self._arguments(args, kwargs)
         if reason is not None:
             return self._run_eager(reason, args, kwargs)
         with self._lock:
@@ -180,23 +184,31 @@ class Method:
         outputs = self._outputs_for(spec, device, self._batch(tensors))
         state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
         cm = self._cm
-        previous, cm.state = cm.state, state
         try:
-            cm.run(tensors, outputs, stream)
+            self._in_encore(state, lambda: cm.run(tensors, outputs, stream))
         except UnsupportedTensorError as e:  # a tensor encore cannot bind: the call runs as PyTorch would
             logger.info("event=eager method=%s reason=unsupported_tensor detail=%r", self.name, str(e))
             return self._run_eager("unsupported_tensor", args, kwargs)
-        except Error:
-            if state.exc is not None:  # the function's own exception, from its eager run
-                raise state.exc from None
-            raise
-        finally:
-            cm.state = previous
         if state.ran_kind == EAGER and not self._graphs_off:
             self._graphs_off = json.loads(self._cm.report_json())["phase"] == "eager"
         if state.ran_kind is None and not kwargs and state.spec is not None and not self._pad:
             cm.fast = FastPath.for_replay(self, args, tensors, state)
         return self._results(state)
+
+    def _in_encore(self, state, run) -> None:
+        """`run()` (encore's run or precapture) with `state` as the call in
+        flight, whose body reads it; the function's own exception, from its
+        eager run, rather than the error encore made of it."""
+        cm = self._cm
+        previous, cm.state = cm.state, state
+        try:
+            run()
+        except Error:
+            if state.exc is not None:
+                raise state.exc from None
+            raise
+        finally:
+            cm.state = previous
 
     def _learn_results(self, args, kwargs, tensors, nodes, sig, count=True):
         """Runs the function eagerly (a call: reason results_unknown) and
@@ -291,15 +303,8 @@ class Method:
         signature's results are not known yet, the function runs once more
         first, to learn them. Returns nothing; ``report()["precaptures"]``
         counts the graphs."""
-        flush()
         torch = self._torch
-        tensors, nodes = [], []
-        flatten(args, torch.Tensor, tensors, nodes)
-        flatten(kwargs, torch.Tensor, tensors, nodes)
-        nodes = tuple(nodes)
-        require_gpu(torch, f"method '{self.name}'")
-        self._ready = True
-        reason = self._python_eager_reason(tensors)
+        tensors, nodes, reason = self._arguments(args, kwargs)
         if reason is not None:
             raise InvalidArgumentError(f"method '{self.name}': precapture: this call would run eagerly ({reason}), "
                                        "so it has no graph to capture")
@@ -317,16 +322,7 @@ class Method:
             device, stream = current_device_and_stream(torch)
             outputs = self._outputs_for(spec, device, self._batch(tensors))
             state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)
-            cm = self._cm
-            previous, cm.state = cm.state, state
-            try:
-                cm.precapture(tensors, outputs, stream)
-            except Error:
-                if state.exc is not None:
-                    raise state.exc from None
-                raise
-            finally:
-                cm.state = previous
+            self._in_encore(state, lambda: self._cm.precapture(tensors, outputs, stream))
 
     def release(self) -> None:
         """Drops the graphs, their memory and the captured shapes; the
