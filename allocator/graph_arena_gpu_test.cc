@@ -188,7 +188,9 @@ TEST_F(GraphArenaGpuTest, ReplaysNeverGrowMemory) {
   EXPECT_EQ(last.memory.reserved_bytes, first.memory.reserved_bytes);
   EXPECT_EQ(last.memory.live_bytes, first.memory.live_bytes);
   EXPECT_EQ(last.memory.peak_bytes, first.memory.peak_bytes);
-  if (DeviceTotalsMeasurable()) EXPECT_EQ(UsedBytes(), used);
+  if (DeviceTotalsMeasurable()) {
+    EXPECT_EQ(UsedBytes(), used);
+  }
   EXPECT_EQ(out.Download()[0], 3.0f);
   EXPECT_EQ(out2.Download()[0], 5.0f);
 }
