@@ -102,7 +102,9 @@ TEST_F(SleepTest, SleepGivesTheGraphsMemoryBackAndWakeReplaysWithNoCapture) {
   EXPECT_EQ(*again, 0);
   ASSERT_TRUE(mgr_->Wake().ok());
   EXPECT_FALSE(mgr_->asleep());
-  if (!testing::UnderSanitizer()) EXPECT_LE(FreeBytes(), free_asleep - static_cast<size_t>(*given) + 2 * kMiB);
+  if (!testing::UnderSanitizer()) {
+    EXPECT_LE(FreeBytes(), free_asleep - static_cast<size_t>(*given) + 2 * kMiB);
+  }
   for (int call = 0; call < 3; ++call) RunAndCheck(m, 10.0f + call);
   const MethodReport r = m->Report();
   EXPECT_EQ(r.captures, 1);
