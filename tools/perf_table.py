@@ -54,6 +54,9 @@ _SERVE7 = (("eager", "eager"), ("hand bucket graphs", "hand"), ("reduce-overhead
            ("reduce-overhead, dynamic", "compile_dynamic"), ("encore, listed + precapture", "encore_listed"),
            ("encore, learned", "encore_learned"), ("encore, background", "encore_background"))
 _SERVE_CMD = "python3 bench/python_serving_bench.py"
+_RL3 = (("hand graph, copy_", "hand_copy"), ("encore, rebind", "encore_rebind"),
+        ("encore, recapture", "encore_recapture"))
+_RL_CMD = "python3 bench/python_rl_bench.py"
 
 # (what is measured, benchmark, [(label, metric key, format)], command).
 ROWS = [
@@ -140,6 +143,20 @@ ROWS = [
       ("req/s background ×hand", "encore_background_vs_hand.rps_steady", ".3f"),
       ("precapture ×hand start-up", "encore_listed_vs_hand.startup_ms", ".3f"),
       ("memory per extra bucket ×hand", "encore_listed_vs_hand.device_mib_per_extra_bucket", ".3f")], _SERVE_CMD),
+    ("Rollouts between weight syncs: LlamaForCausalLM (8 layers × 1024, bf16, StaticCache), 64 tokens after each "
+     "of 20 syncs (new tensors each sync): from the sync to the first token a graph served (ms)", "python_rl_bench",
+     [(n, f"{w}.sync_to_first_replay_ms", ".2f") for n, w in _RL3], _RL_CMD),
+    ("The same, recaptures and rebinds over the syncs, and the rebind against a recapture and the hand copy; ×",
+     "python_rl_bench", [("rebind recaptures", "encore_rebind.recaptures", ".0f"),
+                         ("rebinds", "encore_rebind.rebinds", ".0f"),
+                         ("×recapture", "encore_rebind_vs_encore_recapture.sync_to_first_replay_ms", ".3f"),
+                         ("×hand copy_", "encore_rebind_vs_hand_copy.sync_to_first_replay_ms", ".3f")], _RL_CMD),
+    ("The same, encore's sleep: device memory given back against graph memory held (MiB), wake to the first "
+     "replay against capturing again (ms)", "python_rl_bench",
+     [("given back", "encore_rebind.sleep_device_mib", ".0f"),
+      ("graph memory", "encore_rebind.graph_memory_mib", ".0f"),
+      ("wake", "encore_rebind.wake_to_first_replay_ms", ".2f"),
+      ("capture again", "encore_rebind.capture_again_ms", ".1f")], _RL_CMD),
 ]
 
 
