@@ -88,18 +88,8 @@ BackgroundRecord CapturePipeline::FailInBackground(CaptureJob& job, const StepFa
   (void)c_.store.arena.AbortCapture();
   const CaptureFailure c = ClassifyCaptureFailure(f.step, NameMethod(c_.info.name, f.status), f.cuda_capture_error,
                                                   /*graph_launched=*/false);
-  c_.info.log.Log(c.expected ? spdlog::level::info : spdlog::level::warn, "capture_failed",
-                  {{"method", c_.info.name}, {"call", job.index}, {"stage", CaptureStepName(c.step)},
-                   {"reason", c.status.message()}, {"expected", c.expected}, {"background", true}});
-  ClearCudaError();  // this thread's: the worker's
   BackgroundRecord out;
-  CaptureOutcome& o = out.failed;
-  o.kind = CaptureOutcome::Kind::kEager;
-  o.counts = job.counts;
-  ++o.counts.capture_failures;
-  o.turn_off = true;
-  o.graphs_off = "capture failed at " + c.reason;
-  o.off_code = eager_reason::kCaptureFailed;
+  out.failed = TurnOffAfter(job, c, /*background=*/true);
   return out;
 }
 

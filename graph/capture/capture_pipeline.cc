@@ -148,10 +148,23 @@ CaptureOutcome CapturePipeline::FailBeforeAnyPiece(CaptureJob& job, const StepFa
   const CaptureFailure c = ClassifyCaptureFailure(f.step, named, f.cuda_capture_error, /*graph_launched=*/false);
   // The other ranks vote just before their first launch: this is a "no".
   (void)c_.votes.Vote(c.reason, "first launch");
-  c_.info.log.Log(c.expected ? spdlog::level::info : spdlog::level::warn, "capture_failed",
-                  {{"method", c_.info.name}, {"call", job.index}, {"stage", CaptureStepName(c.step)},
-                   {"reason", c.status.message()}, {"expected", c.expected}});
-  ClearCudaError();
+  CaptureOutcome out = TurnOffAfter(job, c, /*background=*/false);
+  out.ran_eagerly = true;
+  out.eager_run_due = true;
+  return out;
+}
+
+CaptureOutcome CapturePipeline::TurnOffAfter(const CaptureJob& job, const CaptureFailure& c, bool background) {
+  if (background) {
+    c_.info.log.Log(c.expected ? spdlog::level::info : spdlog::level::warn, "capture_failed",
+                    {{"method", c_.info.name}, {"call", job.index}, {"stage", CaptureStepName(c.step)},
+                     {"reason", c.status.message()}, {"expected", c.expected}, {"background", true}});
+  } else {
+    c_.info.log.Log(c.expected ? spdlog::level::info : spdlog::level::warn, "capture_failed",
+                    {{"method", c_.info.name}, {"call", job.index}, {"stage", CaptureStepName(c.step)},
+                     {"reason", c.status.message()}, {"expected", c.expected}});
+  }
+  ClearCudaError();  // this thread's (the worker's, for a background capture)
   CaptureOutcome out;
   out.kind = CaptureOutcome::Kind::kEager;
   out.counts = job.counts;
@@ -159,8 +172,6 @@ CaptureOutcome CapturePipeline::FailBeforeAnyPiece(CaptureJob& job, const StepFa
   out.turn_off = true;
   out.graphs_off = "capture failed at " + c.reason;
   out.off_code = eager_reason::kCaptureFailed;
-  out.ran_eagerly = true;
-  out.eager_run_due = true;
   return out;
 }
 

@@ -103,6 +103,9 @@ class CapturePipeline {
   void LogPhases(const CaptureJob& job, size_t nodes, double us) const;
   // A background recording that failed at `f`: logged, its memory freed.
   BackgroundRecord FailInBackground(CaptureJob& job, const StepFailure& f);
+  // A capture that failed as `c` before any graph launched, logged: graphs
+  // go off (both ways to fail before a first launch).
+  CaptureOutcome TurnOffAfter(const CaptureJob& job, const CaptureFailure& c, bool background);
   void DumpGraphs(const GraphEntry& e) const;
 
   // --- one piece (piece_capture.cc)
