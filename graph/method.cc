@@ -72,6 +72,10 @@ Method::~Method() {
   // which a stream capture in progress may forbid: see Note [Owners
   // destroyed inside a capture] (graph/internal/retired_owners.h).
   for (auto& m : instances_) {
+    // No capture body of this method may run once it is gone, also while
+    // its instances are kept (a capture in sight: the worker's own one,
+    // say).
+    m->StopBackground();
     std::string_view why = RetiredOwners::Retire(std::make_unique<RetiredInstance>(std::move(m), log_, name_));
     if (!why.empty()) {
       log_->Info("release_deferred", {{"method", name_},

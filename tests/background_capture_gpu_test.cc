@@ -28,6 +28,10 @@ namespace {
 
 using testing::DeviceBuffer;
 
+// BackgroundCaptures::kMaxInterruptions, as SPEC-visible behaviour: a
+// capture CUDA invalidates is tried this many times in a row.
+constexpr int BackgroundCapturesMaxInterruptions() { return 3; }
+
 constexpr int64_t kCols = 16;
 constexpr int64_t kMaxRows = 16;
 
@@ -46,12 +50,15 @@ MethodFlags Background(ShapePolicy on_new_shape = ShapePolicy::kRecapture) {
   return f;
 }
 
-// Inputs and outputs of one caller: x[i] = base + i, y = 2x + 1.
+// Inputs and outputs of one caller: x[i] = base + i, y = 2x + 1. Every
+// copy is ordered on the caller's stream alone: a device-wide sync while the
+// worker records would be refused by CUDA and break that capture (Note [What
+// a background capture may coincide with], graph/runtime/background.cc).
 struct Buffers {
-  explicit Buffers(float base) : x(kMaxRows * kCols), y(kMaxRows * kCols), base(base) {
+  Buffers(float base, cudaStream_t stream) : x(kMaxRows * kCols), y(kMaxRows * kCols), base(base) {
     std::vector<float> v(x.size());
     for (size_t i = 0; i < v.size(); ++i) v[i] = base + static_cast<float>(i);
-    x.Upload(v);
+    x.UploadOn(v, stream);
   }
   DeviceBuffer<float> x, y;
   float base;
@@ -79,12 +86,11 @@ class BackgroundCaptureGpuTest : public testing::GpuStreamTest {
   }
   // One call of `rows` rows on `b` and `stream`; its outputs checked.
   static void RunAndCheck(Method* m, Buffers& b, int64_t rows, cudaStream_t stream) {
-    b.y.Fill(-7.0f);
+    b.y.FillOn(-7.0f, stream);
     TensorRef in = Rows(b.x.get(), rows), out = Rows(b.y.get(), rows);
     Status st = m->Run({&in, 1}, {&out, 1}, stream);
     ASSERT_TRUE(st.ok()) << st;
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    std::vector<float> got = b.y.Download();
+    std::vector<float> got = b.y.DownloadOn(stream);
     for (int64_t i = 0; i < rows * kCols; ++i) {
       ASSERT_EQ(got[i], 2.0f * (b.base + static_cast<float>(i)) + 1.0f) << "element " << i << ", " << rows << " rows";
     }
@@ -100,7 +106,7 @@ class BackgroundCaptureGpuTest : public testing::GpuStreamTest {
 TEST_F(BackgroundCaptureGpuTest, AStreamOfNewShapesIsRightThroughout) {
   Method* m = Register(Background());
   ASSERT_NE(m, nullptr);
-  Buffers b(1.0f);
+  Buffers b(1.0f, s());
   for (int round = 0; round < 6; ++round) {
     for (int64_t rows : {2, 3, 5, 7}) RunAndCheck(m, b, rows, s());
     if (round == 2) {
@@ -115,7 +121,9 @@ TEST_F(BackgroundCaptureGpuTest, AStreamOfNewShapesIsRightThroughout) {
   EXPECT_EQ(r.background_captures, r.captures + r.recaptures);
   EXPECT_EQ(r.background_captures, 4);
   EXPECT_GE(Eager(r, eager_reason::kCapturing), 4);
-  EXPECT_EQ(r.calls, r.warmup_calls + r.captures + r.recaptures + r.replays + r.eager_calls);
+  // The worker's captures are no calls: the call that finds a graph ready
+  // replays it.
+  EXPECT_EQ(r.calls, r.warmup_calls + r.replays + r.eager_calls);
   EXPECT_EQ(r.graphs_off_reason, "");
   EXPECT_EQ(r.flags.capture_mode, CaptureMode::kBackground);
   EXPECT_NE(manager_->ReportJson().find("\"background_captures\":4"), std::string::npos);
@@ -137,7 +145,7 @@ TEST_F(BackgroundCaptureGpuTest, BucketsAreCapturedInTheBackground) {
     return testing::AffineCall(c, 2.0f, 1.0f);
   });
   ASSERT_NE(m, nullptr);
-  Buffers b(3.0f);
+  Buffers b(3.0f, s());
   for (int64_t rows : {16, 3, 9, 1, 4, 12}) RunAndCheck(m, b, rows, s());
   EXPECT_EQ(Eager(m->Report(), eager_reason::kCapturing), 5);
   release = true;
@@ -147,7 +155,7 @@ TEST_F(BackgroundCaptureGpuTest, BucketsAreCapturedInTheBackground) {
   MethodReport r = m->Report();
   EXPECT_EQ(r.background_captures, 2);
   EXPECT_EQ(r.captures, 2);
-  EXPECT_EQ(r.replays, 4);
+  EXPECT_EQ(r.replays, 6);  // the first launches too
   EXPECT_EQ(r.binding, Binding::kStaged);
   EXPECT_EQ(r.real_rows, 2 + 13 + 1 + 4 + 15 + 16);
 }
@@ -159,7 +167,7 @@ TEST_F(BackgroundCaptureGpuTest, ABackgroundGraphIsStagedWithTheReason) {
   f.binding = Binding::kDirect;
   Method* m = Register(f);
   ASSERT_NE(m, nullptr);
-  Buffers b(0.5f);
+  Buffers b(0.5f, s());
   RunAndCheck(m, b, 4, s());
   RunAndCheck(m, b, 4, s());
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
@@ -167,7 +175,7 @@ TEST_F(BackgroundCaptureGpuTest, ABackgroundGraphIsStagedWithTheReason) {
   RunAndCheck(m, b, 4, s());
   MethodReport r = m->Report();
   EXPECT_EQ(r.captures, 1);
-  EXPECT_EQ(r.replays, 1);
+  EXPECT_EQ(r.replays, 2);  // the first launch and one more
   EXPECT_EQ(r.binding, Binding::kStaged);
   EXPECT_NE(r.binding_reason.find("capture=background"), std::string::npos) << r.binding_reason;
 }
@@ -180,7 +188,7 @@ TEST_F(BackgroundCaptureGpuTest, AFailedBackgroundCaptureTurnsGraphsOff) {
     return testing::AffineCall(c, 2.0f, 1.0f);
   });
   ASSERT_NE(m, nullptr);
-  Buffers b(2.0f);
+  Buffers b(2.0f, s());
   for (int i = 0; i < 3; ++i) RunAndCheck(m, b, 5, s());
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
   MethodReport r = m->Report();
@@ -204,7 +212,7 @@ TEST_F(BackgroundCaptureGpuTest, AFailedBackgroundCaptureTurnsGraphsOff) {
 TEST_F(BackgroundCaptureGpuTest, AFailedFirstLaunchRunsTheCallEagerly) {
   Method* m = Register(Background());
   ASSERT_NE(m, nullptr);
-  Buffers b(4.0f);
+  Buffers b(4.0f, s());
   RunAndCheck(m, b, 6, s());
   RunAndCheck(m, b, 6, s());
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
@@ -237,15 +245,15 @@ TEST_F(BackgroundCaptureGpuTest, TwoThreadsCallWhileACaptureIsPending) {
     return testing::AffineCall(c, 2.0f, 1.0f);
   });
   ASSERT_NE(m, nullptr);
-  Buffers b0(1.0f);
+  Buffers b0(1.0f, s());
   RunAndCheck(m, b0, 8, s());  // the warmup
   RunAndCheck(m, b0, 8, s());  // queues the capture
   while (captures_begun == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::atomic<int> done{0};
   auto caller = [&](float base) {
-    Buffers b(base);
     auto st = Stream::Create();
     ASSERT_TRUE(st.ok());
+    Buffers b(base, st->get());
     for (int i = 0; i < 50; ++i) RunAndCheck(m, b, 8, st->get());
     ++done;
   };
@@ -262,7 +270,7 @@ TEST_F(BackgroundCaptureGpuTest, TwoThreadsCallWhileACaptureIsPending) {
   RunAndCheck(m, b0, 8, s());
   r = m->Report();
   EXPECT_EQ(r.captures, 1);
-  EXPECT_EQ(r.replays, 1);
+  EXPECT_EQ(r.replays, 2);  // the first launch and one more
   EXPECT_EQ(captures_begun.load(), 1);
 }
 
@@ -279,7 +287,7 @@ TEST_F(BackgroundCaptureGpuTest, AManagerDestroyedWithCapturesPending) {
     return testing::AffineCall(c, 2.0f, 1.0f);
   });
   ASSERT_NE(m, nullptr);
-  Buffers b(1.0f);
+  Buffers b(1.0f, s());
   RunAndCheck(m, b, 2, s());  // warmup
   for (int64_t rows : {2, 3, 4, 5}) RunAndCheck(m, b, rows, s());
   while (*captures == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -290,7 +298,179 @@ TEST_F(BackgroundCaptureGpuTest, AManagerDestroyedWithCapturesPending) {
   manager_.reset();
   releaser.join();
   EXPECT_EQ(captures->load(), 1);  // the queued ones never ran
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  // ... nor later: the worker went with its manager, and the method's
+  // instances were not kept with tasks still queued.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(captures->load(), 1);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // no capture is left open
+}
+
+// A capture held open on the worker while this thread and another do what
+// an application does beside it: every call succeeds, and the capture
+// survives (Note [What a background capture may coincide with]).
+TEST_F(BackgroundCaptureGpuTest, OtherThreadsWorkBesideAnOpenCapture) {
+  std::atomic<bool> release{false};
+  std::atomic<int> begun{0};
+  Method* m = Register(Background(), [&](Call& c) -> Status {
+    if (c.kind() == CallKind::kCapture) {
+      ++begun;
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  });
+  ASSERT_NE(m, nullptr);
+  Buffers b(1.0f, s());
+  RunAndCheck(m, b, 4, s());  // the warmup
+  RunAndCheck(m, b, 4, s());  // queues the capture
+  while (begun == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  DeviceBuffer<float> scratch(1024);
+  ASSERT_TRUE(scratch.ok());
+  // Legacy-stream work: a kernel, a pageable copy, the legacy stream's sync.
+  EXPECT_EQ(testing::LaunchAffine(scratch.get(), scratch.get(), 1.0f, 1.0f, 1024, cudaStreamLegacy), cudaSuccess);
+  std::vector<float> host(1024, 1.0f);
+  EXPECT_EQ(cudaMemcpy(scratch.get(), host.data(), 4096, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+  // Allocations and frees.
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, 64 << 20), cudaSuccess);
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  // An event sync, and another thread's launches and syncs on its own stream.
+  cudaEvent_t ev;
+  ASSERT_EQ(cudaEventCreate(&ev), cudaSuccess);
+  EXPECT_EQ(cudaEventRecord(ev, s()), cudaSuccess);
+  EXPECT_EQ(cudaEventSynchronize(ev), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(ev), cudaSuccess);
+  std::thread other([&] {
+    auto st = Stream::Create();
+    ASSERT_TRUE(st.ok());
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(testing::LaunchAffine(scratch.get(), scratch.get(), 1.0f, 0.0f, 1024, st->get()), cudaSuccess);
+    }
+    EXPECT_EQ(cudaStreamSynchronize(st->get()), cudaSuccess);
+  });
+  other.join();
+  // Captures of this thread's own, thread-local and global (CUDA's default,
+  // torch.cuda.graph's), with an allocation inside the global one.
+  for (cudaStreamCaptureMode mode : {cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeGlobal}) {
+    auto st = Stream::Create();
+    ASSERT_TRUE(st.ok());
+    ASSERT_EQ(cudaStreamBeginCapture(st->get(), mode), cudaSuccess);
+    EXPECT_EQ(testing::LaunchAffine(scratch.get(), scratch.get(), 1.0f, 1.0f, 1024, st->get()), cudaSuccess);
+    cudaGraph_t g = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(st->get(), &g), cudaSuccess) << "mode " << mode;
+    cudaGraphExec_t x = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+    EXPECT_EQ(cudaGraphLaunch(x, st->get()), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(st->get()), cudaSuccess);
+    (void)cudaGraphExecDestroy(x);
+    (void)cudaGraphDestroy(g);
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // Calls of the method meanwhile: eager, right.
+  for (int i = 0; i < 3; ++i) RunAndCheck(m, b, 4, s());
+  release = true;
+  ASSERT_TRUE(manager_->WaitForCaptures().ok());
+  RunAndCheck(m, b, 4, s());  // the first launch
+  RunAndCheck(m, b, 4, s());  // a replay
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.graphs_off_reason, "") << r.ToJson();
+  EXPECT_EQ(r.background_captures, 1);
+  EXPECT_EQ(r.captures, 1);
+  EXPECT_EQ(r.replays, 2);  // the first launch and one more
+  EXPECT_EQ(r.capture_failures, 0);
+  EXPECT_EQ(logs_.Count("capture_interrupted"), 0);
+  EXPECT_EQ(begun.load(), 1);
+}
+
+// A device-wide sync on another thread while the worker records: CUDA
+// refuses it there and invalidates the capture. The capture is made again
+// on the signature's next call; graphs stay on and every result is right.
+TEST_F(BackgroundCaptureGpuTest, ADeviceSyncBesideACaptureIsCapturedAgain) {
+  std::atomic<bool> release{false};
+  std::atomic<int> begun{0};
+  Method* m = Register(Background(), [&](Call& c) -> Status {
+    if (c.kind() == CallKind::kCapture && ++begun == 1) {
+      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  });
+  ASSERT_NE(m, nullptr);
+  Buffers b(1.0f, s());
+  RunAndCheck(m, b, 4, s());  // the warmup
+  RunAndCheck(m, b, 4, s());  // queues the capture
+  while (begun == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorStreamCaptureUnsupported);  // CUDA's rule, not encore's
+  (void)cudaGetLastError();
+  release = true;
+  ASSERT_TRUE(manager_->WaitForCaptures().ok());
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.graphs_off_reason, "") << r.ToJson();
+  EXPECT_EQ(r.capture_failures, 0);
+  EXPECT_EQ(logs_.Count("capture_interrupted"), 1);
+  RunAndCheck(m, b, 4, s());  // queues it again
+  ASSERT_TRUE(manager_->WaitForCaptures().ok());
+  RunAndCheck(m, b, 4, s());  // the first launch
+  RunAndCheck(m, b, 4, s());  // a replay
+  r = m->Report();
+  EXPECT_EQ(r.graphs_off_reason, "") << r.ToJson();
+  EXPECT_EQ(r.background_captures, 1);
+  EXPECT_EQ(r.captures, 1);
+  EXPECT_EQ(r.replays, 2);  // the first launch and one more
+  EXPECT_EQ(begun.load(), 2);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// A body that breaks its own capture every time (a sync of the captured
+// stream) is not retried for ever: graphs go off after the third.
+TEST_F(BackgroundCaptureGpuTest, ACaptureBrokenEveryTimeTurnsGraphsOffAtTheThird) {
+  std::atomic<int> captures{0};
+  Method* m = Register(Background(), [&](Call& c) -> Status {
+    if (c.kind() == CallKind::kCapture) {
+      ++captures;
+      (void)cudaStreamSynchronize(c.stream());  // refused, and the capture is invalidated
+    }
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  });
+  ASSERT_NE(m, nullptr);
+  Buffers b(1.0f, s());
+  RunAndCheck(m, b, 4, s());  // the warmup
+  for (int i = 0; i < 6; ++i) {
+    RunAndCheck(m, b, 4, s());
+    ASSERT_TRUE(manager_->WaitForCaptures().ok());
+  }
+  MethodReport r = m->Report();
+  EXPECT_EQ(captures.load(), BackgroundCapturesMaxInterruptions());
+  EXPECT_EQ(logs_.Count("capture_interrupted"), BackgroundCapturesMaxInterruptions() - 1);
+  EXPECT_EQ(r.capture_failures, 1);
+  EXPECT_NE(r.graphs_off_reason.find("capture failed"), std::string::npos) << r.ToJson();
+  EXPECT_EQ(r.captures, 0);
+}
+
+// A sleep keeps a graph the worker finished: its first launch after the
+// wake needs no capture.
+TEST_F(BackgroundCaptureGpuTest, ASleepKeepsAReadyBackgroundCapture) {
+  std::atomic<int> captures{0};
+  Method* m = Register(Background(), [&](Call& c) -> Status {
+    if (c.kind() == CallKind::kCapture) ++captures;
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  });
+  ASSERT_NE(m, nullptr);
+  Buffers b(1.0f, s());
+  RunAndCheck(m, b, 4, s());  // the warmup
+  RunAndCheck(m, b, 4, s());  // queues the capture
+  ASSERT_TRUE(manager_->WaitForCaptures().ok());
+  StatusOr<int64_t> slept = manager_->Sleep();
+  ASSERT_TRUE(slept.ok()) << slept.status();
+  ASSERT_TRUE(manager_->Wake().ok());
+  const int64_t capturing = Eager(m->Report(), eager_reason::kCapturing);
+  RunAndCheck(m, b, 4, s());  // the ready graph's first launch
+  RunAndCheck(m, b, 4, s());  // a replay
+  MethodReport r = m->Report();
+  EXPECT_EQ(Eager(r, eager_reason::kCapturing), capturing) << r.ToJson();
+  EXPECT_EQ(r.captures, 1);
+  EXPECT_EQ(r.replays, 2);  // the first launch and one more
+  EXPECT_EQ(r.background_captures, 1);
+  EXPECT_EQ(captures.load(), 1);  // recorded once, before the sleep
 }
 
 // Release while a capture is recorded waits for it, drops what it made and
@@ -298,7 +478,7 @@ TEST_F(BackgroundCaptureGpuTest, AManagerDestroyedWithCapturesPending) {
 TEST_F(BackgroundCaptureGpuTest, ReleaseWithCapturesPending) {
   Method* m = Register(Background());
   ASSERT_NE(m, nullptr);
-  Buffers b(5.0f);
+  Buffers b(5.0f, s());
   RunAndCheck(m, b, 2, s());
   RunAndCheck(m, b, 2, s());
   RunAndCheck(m, b, 3, s());
@@ -324,7 +504,7 @@ TEST_F(BackgroundCaptureGpuTest, WaitForCapturesFromABodyIsRefused) {
     return testing::AffineCall(c, 2.0f, 1.0f);
   });
   ASSERT_NE(m, nullptr);
-  Buffers b(1.0f);
+  Buffers b(1.0f, s());
   RunAndCheck(m, b, 2, s());
   EXPECT_EQ(inner.code(), StatusCode::kFailedPrecondition) << inner;
   EXPECT_TRUE(manager_->WaitForCaptures().ok());
@@ -341,7 +521,7 @@ TEST_F(BackgroundCaptureGpuTest, StagesWithAnEagerOneCaptureInTheForeground) {
                  Stage{"host", [](Call&) { return OkStatus(); }, /*eager=*/true}};
   auto r = manager_->Register(std::move(spec));
   ASSERT_TRUE(r.ok()) << r.status();
-  Buffers b(1.0f);
+  Buffers b(1.0f, s());
   RunAndCheck(*r, b, 4, s());
   RunAndCheck(*r, b, 4, s());  // captured now, in the foreground
   MethodReport rep = (*r)->Report();

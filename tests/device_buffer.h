@@ -42,6 +42,20 @@ class DeviceBuffer {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   void Fill(T v) { Upload(std::vector<T>(n_, v)); }
+  // Ordered on `stream` alone, with no device-wide sync: for tests where
+  // another thread may be capturing (CUDA refuses a cudaDeviceSynchronize
+  // then, and it breaks that capture).
+  void UploadOn(const std::vector<T>& v, cudaStream_t stream) {
+    ASSERT_EQ(cudaMemcpyAsync(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  }
+  void FillOn(T v, cudaStream_t stream) { UploadOn(std::vector<T>(n_, v), stream); }
+  std::vector<T> DownloadOn(cudaStream_t stream) const {
+    std::vector<T> v(n_);
+    EXPECT_EQ(cudaMemcpyAsync(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    return v;
+  }
   std::vector<T> Download() const {
     std::vector<T> v(n_);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);

@@ -46,7 +46,7 @@ std::optional<CaptureOutcome> CapturePipeline::PrepareBackground(const CaptureRe
 }
 
 BackgroundRecord CapturePipeline::RecordInBackground(const CaptureRequest& request, uint64_t id,
-                                                     bool control_ready) {
+                                                     bool control_ready, bool may_retry) {
   NvtxScope range(c_.info.nvtx, NvtxRange::kCapture);
   CaptureJob job;
   job.plan = request.plan;
@@ -61,7 +61,7 @@ BackgroundRecord CapturePipeline::RecordInBackground(const CaptureRequest& reque
   e.id = id;
   e.signature = CallSignature::Of(job.plan->graph_inputs, job.plan->graph_outputs);
   e.pieces.resize(1);
-  if (Status s = AllocateStaticBuffers(job); !s.ok()) return FailInBackground(job, StepFailure{CaptureStep::kBegin, s});
+  if (Status s = AllocateStaticBuffers(job); !s.ok()) return FailInBackground(job, StepFailure{CaptureStep::kBegin, s}, may_retry);
   job.phases.prepare = Lap(&job.lap);
   PieceJob pj;
   pj.segment = &c_.info.body.segments().front();
@@ -70,7 +70,7 @@ BackgroundRecord CapturePipeline::RecordInBackground(const CaptureRequest& reque
   job.phases.record += Lap(&job.lap);
   if (!failed) failed = Finalize(job, pj);
   job.phases.instantiate += Lap(&job.lap);
-  if (failed) return FailInBackground(job, *failed);
+  if (failed) return FailInBackground(job, *failed, may_retry);
   c_.store.arena.HoldCapture();
   BackgroundRecord out;
   out.ready = std::make_unique<ReadyCapture>();
@@ -83,12 +83,25 @@ BackgroundRecord CapturePipeline::RecordInBackground(const CaptureRequest& reque
   return out;
 }
 
-BackgroundRecord CapturePipeline::FailInBackground(CaptureJob& job, const StepFailure& f) {
+BackgroundRecord CapturePipeline::FailInBackground(CaptureJob& job, const StepFailure& f, bool may_retry) {
   // Frees exactly what this capture allocated, once.
   (void)c_.store.arena.AbortCapture();
   const CaptureFailure c = ClassifyCaptureFailure(f.step, NameMethod(c_.info.name, f.status), f.cuda_capture_error,
                                                   /*graph_launched=*/false);
   BackgroundRecord out;
+  if (f.cuda_capture_error && may_retry) {
+    // Note [What a background capture may coincide with]
+    // (graph/runtime/background.cc): another thread's device-wide sync
+    // invalidates this capture as surely as the body's own sync would.
+    c_.info.log.Info("capture_interrupted", {{"method", c_.info.name},
+                                             {"call", job.index},
+                                             {"stage", CaptureStepName(c.step)},
+                                             {"reason", c.status.message()},
+                                             {"action", "captured again on the signature's next call"}});
+    ClearCudaError();  // the worker's own
+    out.interrupted = true;
+    return out;
+  }
   out.failed = TurnOffAfter(job, c, /*background=*/true);
   return out;
 }

@@ -10,6 +10,39 @@
 // body holds (a Python body's GIL). Release, Precapture and the instance's
 // end abandon the jobs not yet recorded and wait for the one being
 // recorded.
+//
+// Note [What a background capture may coincide with]
+// The worker records while the application goes on, on every thread, so
+// its capture must be invisible to them; CUDA's rules (the stream-capture
+// section of the programming guide) and what an H100 with driver 580 did
+// (tools/probes/capture_rules_probe.py) decide what that takes:
+//   - The capture stream is non-blocking (Stream::Create), so legacy-stream
+//     work of other threads never joins it and is never refused.
+//   - The capture is thread-local (StreamCapture::Begin), so other threads
+//     may make "potentially unsafe" calls (cudaMalloc, cudaFree, pageable
+//     copies, stream and event syncs) while it is open: all of them ran
+//     beside a capture without breaking it.
+//   - The worker thread's own capture mode is thread-local while it works
+//     (WorkerCaptureMode below): another thread's capture in global mode
+//     (the default, torch.cuda.graph's) then neither refuses the worker's
+//     allocations nor is broken by them.
+//   - Other threads' captures of their own (thread-local or global) are
+//     other streams' business; the worker never touches their streams.
+//   - A device-wide sync (cudaDeviceSynchronize, torch.cuda.synchronize(),
+//     and everything that does one first, as torch.cuda.graph's entry
+//     does) while the worker's capture is open is refused by CUDA in every
+//     capture mode: the calling thread gets cudaErrorStreamCaptureUnsupported
+//     and the worker's capture is invalidated. encore cannot stop another
+//     thread's sync; encore's own device syncs wait for its captures (the
+//     capture fence). What encore does: a background capture that CUDA
+//     invalidated is dropped without turning graphs off (logged
+//     capture_interrupted); the signature's calls run eagerly, right, with
+//     reason capturing, and its next call queues the capture again. Only
+//     BackgroundCaptures::kMaxInterruptions in a row (a body that breaks its
+//     own capture looks the same) turn graphs off, as any failed capture
+//     does. An application that syncs the whole device calls
+//     Manager::WaitForCaptures (Python: Manager.synchronize_captures())
+//     first, or syncs its streams instead.
 #include <exception>
 #include <memory>
 #include <string>
@@ -23,6 +56,25 @@
 #include "encore/graph/store/internal/graph_memory.h"
 
 namespace encore {
+namespace {
+
+// The worker thread in thread-local capture mode while it records, its
+// previous mode back after: see the Note.
+class WorkerCaptureMode {
+ public:
+  WorkerCaptureMode() { exchanged_ = cuda().ThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess; }
+  ~WorkerCaptureMode() {
+    if (exchanged_) (void)cuda().ThreadExchangeStreamCaptureMode(&mode_);
+  }
+  WorkerCaptureMode(const WorkerCaptureMode&) = delete;
+  WorkerCaptureMode& operator=(const WorkerCaptureMode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeThreadLocal;
+  bool exchanged_ = false;
+};
+
+}  // namespace
 
 void Dispatcher::FillBackground(const CallPlan& plan, size_t match, DecisionInput& in) const {
   in.has_graph = in.has_graph || !s_.background.empty();
@@ -113,10 +165,20 @@ void MethodInstance::QuiesceBackground(std::unique_lock<std::mutex>& lock) {
   s_.background.changed.wait(lock, [&] { return !s_.background.recording(); });
 }
 
+void MethodInstance::StopBackground() {
+  if (!s_.background.on()) return;
+  // Only the worker's tasks: the jobs themselves (and the memory of the
+  // ready ones) go with the instance, which may be kept past a capture in
+  // sight (Note [Owners destroyed inside a capture]).
+  (void)worker_->Cancel(this);
+  if (!worker_->OnWorkerThread()) worker_->WaitIdle(this);
+}
+
 void MethodInstance::RecordJob(uint64_t id) {
   LogScope log_scope(&s_.info.log, s_.info.name);
   CaptureRequest request;
   bool control_ready = false;
+  bool may_retry = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     BackgroundCaptures::Job* job = s_.background.Get(id);
@@ -129,12 +191,14 @@ void MethodInstance::RecordJob(uint64_t id) {
     s_.background.set_recording(true);
     request = job->request;  // its plan lives in the job, which stays until handed back
     control_ready = job->control_ready;
+    may_retry = s_.background.interruptions + 1 < BackgroundCaptures::kMaxInterruptions;
   }
+  WorkerCaptureMode mode;
   // The worker serves every device's methods: this one's, current.
   if (cuda().SetDevice(s_.info.device) != cudaSuccess) ClearCudaError();  // the capture then fails, saying why
   BackgroundRecord record;
   try {
-    record = CapturePipeline(s_.context).RecordInBackground(request, id, control_ready);
+    record = CapturePipeline(s_.context).RecordInBackground(request, id, control_ready, may_retry);
   } catch (const std::exception& e) {
     // Out of memory on the host, say: the job must still be handed back, or
     // Release would wait for it forever.
@@ -155,7 +219,12 @@ void MethodInstance::FinishBackground(uint64_t id, BackgroundRecord record) {
     // Abandoned while it was recorded (Release, Precapture, graphs off).
     if (record.ready) (void)s_.store.arena.AbortHeld(id);
     (void)s_.background.Take(id);
+  } else if (record.interrupted) {
+    // Note [What a background capture may coincide with]: graphs stay on.
+    ++s_.background.interruptions;
+    (void)s_.background.Take(id);
   } else if (record.ready) {
+    s_.background.interruptions = 0;
     job->ready = std::move(record.ready);
     job->state = BackgroundCaptures::State::kReady;
   } else {

@@ -63,4 +63,8 @@ std::vector<std::unique_ptr<ReadyCapture>> BackgroundCaptures::Abandon() {
   return out;
 }
 
+void BackgroundCaptures::AbandonQueued() {
+  std::erase_if(jobs_, [](const std::unique_ptr<Job>& j) { return j->state == State::kQueued; });
+}
+
 }  // namespace encore

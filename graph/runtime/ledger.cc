@@ -41,7 +41,13 @@ Status Ledger::Apply(CaptureOutcome out, int64_t index, bool precapture) {
   stats.Add(out.counts);
   if (out.kind == CaptureOutcome::Kind::kCaptured) {
     ++(out.graph.recapture ? stats.recaptures : stats.captures);
-    if (out.graph.background) ++stats.background_captures;
+    // A graph the worker made is the worker's capture; the call that finds
+    // it ready replays it. So under capture=background, calls = warmup
+    // calls + replays + eager calls.
+    if (out.graph.background) {
+      ++stats.background_captures;
+      ++stats.replays;
+    }
     stats.last_capture_us = CaptureMicros(out.graph.us);
     stats.capture_us += stats.last_capture_us;
     LogCaptured(out.graph, index);

@@ -16,7 +16,14 @@ StatusOr<size_t> MethodInstance::Sleep() {
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Sleep"));
   std::unique_lock<std::mutex> lock(mu_);
-  QuiesceBackground(lock);  // a capture in the background writes the arena
+  // A capture being recorded writes the arena: waited for. A ready one
+  // stays, held in the arena, whose memory sleeps and wakes with the rest,
+  // so its first launch after the wake needs no capture; queued ones go,
+  // and their next calls queue them again.
+  if (s_.background.on()) {
+    s_.background.AbandonQueued();
+    s_.background.changed.wait(lock, [&] { return !s_.background.recording(); });
+  }
   // Every launch that may still use the slabs: the graphs' last launch,
   // and encore's own work after it, which records the same event.
   ENCORE_RETURN_IF_ERROR(s_.store.last_launch.Wait());

@@ -56,9 +56,13 @@ struct ReadyCapture {
 // What a background recording made: `ready`, or (null) the outcome of a
 // capture that failed, which turns graphs off (the calls ran eagerly all
 // along, so none is due to run).
+// `interrupted`: CUDA invalidated the capture and the caller allowed a
+// retry; graphs stay on, nothing is kept, and the signature's next call
+// queues it again (`failed` is then empty).
 struct BackgroundRecord {
   std::unique_ptr<ReadyCapture> ready;
   CaptureOutcome failed;
+  bool interrupted = false;
 };
 
 class CapturePipeline {
@@ -81,7 +85,10 @@ class CapturePipeline {
   // On the manager's worker: the piece recorded on `request.stream` (the
   // instance's own) in thread-local mode, scanned, staged and instantiated
   // as capture `id`, with nothing launched and nothing run on the device.
-  BackgroundRecord RecordInBackground(const CaptureRequest& request, uint64_t id, bool control_ready);
+  // `may_retry`: a capture CUDA invalidates comes back `interrupted`
+  // instead of turning graphs off.
+  BackgroundRecord RecordInBackground(const CaptureRequest& request, uint64_t id, bool control_ready,
+                                      bool may_retry);
   // On a call of its signature: the ready capture's first launch on the
   // call's tensors. Launched, its memory is committed and the entry kept
   // (kCaptured); a launch that fails ran nothing, so graphs go off and the
@@ -102,7 +109,7 @@ class CapturePipeline {
   CaptureOutcome FailBeforeAnyPiece(CaptureJob& job, const StepFailure& f);
   void LogPhases(const CaptureJob& job, size_t nodes, double us) const;
   // A background recording that failed at `f`: logged, its memory freed.
-  BackgroundRecord FailInBackground(CaptureJob& job, const StepFailure& f);
+  BackgroundRecord FailInBackground(CaptureJob& job, const StepFailure& f, bool may_retry);
   // A capture that failed as `c` before any graph launched, logged: graphs
   // go off (both ways to fail before a first launch).
   CaptureOutcome TurnOffAfter(const CaptureJob& job, const CaptureFailure& c, bool background);

@@ -74,6 +74,9 @@ class BackgroundCaptures {
   // finds itself stale; a job being recorded stays until the worker hands
   // it back (and then finds itself stale).
   std::vector<std::unique_ptr<ReadyCapture>> Abandon();
+  // Only the queued jobs go (a sleep keeps the ready ones, whose memory
+  // sleeps and wakes with the rest); their next calls queue them again.
+  void AbandonQueued();
   bool stale(const Job& job) const { return job.generation != generation_; }
 
   bool empty() const { return jobs_.empty(); }
@@ -90,6 +93,11 @@ class BackgroundCaptures {
   }
   std::condition_variable changed;
   bool off_logged = false;  // off_reason was logged
+  // Background captures in a row that CUDA invalidated from outside the
+  // body (Note [What a background capture may coincide with]); graphs go
+  // off at kMaxInterruptions.
+  static constexpr int kMaxInterruptions = 3;
+  int interruptions = 0;
   // The stream the worker records on, made by the first call that queues a
   // capture.
   Stream stream;

@@ -53,6 +53,11 @@ class MethodInstance final : public internal::CallHost {
   Status Wake();
   MethodReport Report() const;
   int device() const { return s_.info.device; }
+  // Drops this instance's tasks queued on the manager's worker and waits
+  // for the one it runs (not from the worker itself): after it, no body of
+  // this instance runs on the worker. For a Method going away, before its
+  // instances may be kept past a capture in sight.
+  void StopBackground();
 
   // CallHost: what the body's Calls ask of this instance.
   StatusOr<void*> Allocate(Call& call, size_t bytes) override;
