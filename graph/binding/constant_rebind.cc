@@ -31,8 +31,8 @@ uintptr_t Moved(const Addresses& to, int range, uint64_t delta) {
 
 }  // namespace
 
-ScanResult DirectForm::FindConstants(Args old_storage, std::span<const std::string> names) const {
-  ScanOptions options{rewrites_.kernels, rewrites_.endpoints, names};
+ScanResult DirectForm::FindConstants(Args old_storage, std::span<const std::string> names, Args staying) const {
+  ScanOptions options{rewrites_.kernels, rewrites_.endpoints, names, staying};
   return ReferenceScan::Run(graph_.get(), old_storage, {}, {}, nullptr, &options);
 }
 
@@ -82,9 +82,10 @@ Status DirectForm::RebindConstants(ScanResult found, const Addresses& to) {
   return WriteFoundSites(alone, to, execs);
 }
 
-ScanResult StagedForm::FindConstants(Args old_storage, std::span<const std::string> names) const {
+ScanResult StagedForm::FindConstants(Args old_storage, std::span<const std::string> names, Args staying) const {
   ScanOptions options;
   options.names = names;
+  options.staying = staying;
   const std::vector<cudaGraphNode_t> heads = head_nodes();
   return ReferenceScan::Run(graph_->get(), old_storage, {}, heads, nullptr, &options);
 }

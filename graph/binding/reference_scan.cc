@@ -217,7 +217,7 @@ Status ReferenceScan::ScanKernel(cudaGraphNode_t node, bool in_child) {
     const uintptr_t word = static_cast<uintptr_t>(k.args[w / 8]);
     const int t = FindTensor(word, &delta);
     if (t >= 0) k.refs.push_back(WordRef{w, t, delta});
-    if (int end = EndOf(word); t < 0 && end >= 0) {
+    if (int end = EndOf(word); t < 0 && end >= 0 && !Stays(word)) {
       r_.referenced[end] = true;
       Unsafe("a kernel parameter points one past the end of " + TensorName(end) +
              " (an end pointer), which encore does not rebind");
@@ -328,6 +328,29 @@ int ReferenceScan::EndOf(uintptr_t w) const {
     if (ranges_[t].bytes > 0 && w == ranges_[t].base + ranges_[t].bytes) return static_cast<int>(t);
   }
   return -1;
+}
+
+// Note [An end that is a neighbour's base]
+// A rebind scans for the old bytes of constants that moved, which the
+// application allocated: not encore's static buffers, one byte longer than
+// their tensors so that no buffer's end is another's base. PyTorch's
+// caching allocator hands out blocks back to back (512-byte steps), so a
+// weight of 16 KiB ends exactly where the next tensor begins, often the
+// next listed constant (Linear's bias after its weight). A word there names
+// that neighbour: PyTorch's and cuBLAS's kernels take a tensor's base and
+// sizes, never its end, and a body whose kernels took end pointers would
+// have shown one to an input or output at its capture (the scan of the
+// static buffers stages such a graph). So a word inside a listed constant
+// that stays where it is is no end pointer of a moved one; one at a moved
+// constant's end that names no such memory still refuses the rewrite (the
+// graph is captured again).
+bool ReferenceScan::Stays(uintptr_t w) const {
+  if (options_ == nullptr) return false;
+  for (const TensorRef& t : options_->staying) {
+    const auto base = reinterpret_cast<uintptr_t>(t.data);
+    if (t.span_bytes() > 0 && w >= base && w < base + t.span_bytes()) return true;
+  }
+  return false;
 }
 
 }  // namespace encore

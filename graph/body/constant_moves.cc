@@ -80,6 +80,17 @@ std::vector<TensorRef> OldStorage(std::span<const ConstantMove> moves) {
   return refs;
 }
 
+std::vector<TensorRef> StayingStorage(const ConstantRebind& rebind) {
+  std::vector<TensorRef> refs;
+  for (const Constant& c : rebind.list) {
+    bool moved = false;
+    for (const ConstantMove& m : rebind.moves) moved = moved || m.name == c.name;
+    if (moved || c.data == nullptr || c.bytes == 0) continue;
+    refs.push_back(TensorRef{const_cast<void*>(c.data), DType::kUInt8, {static_cast<int64_t>(c.bytes)}, {}});
+  }
+  return refs;
+}
+
 std::vector<std::string> MovedNames(std::span<const ConstantMove> moves) {
   std::vector<std::string> names;
   for (const ConstantMove& m : moves) names.push_back(m.name);

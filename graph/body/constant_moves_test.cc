@@ -105,5 +105,25 @@ TEST(ConstantMovesTest, TheScanSeesTheOldBytesAndTheRewriteTheNewAddresses) {
   EXPECT_EQ(MovedNames(moves), (std::vector<std::string>{"w", "kv"}));
 }
 
+TEST(ConstantMovesTest, TheConstantsThatStayAreWhatAnOldEndMayName) {
+  // Linear's weight replaced: its bias, allocated right after it, stays.
+  const std::vector<Constant> listed = {{"weight", At(0x10000), 0x4000, true}, {"bias", At(0x14000), 256, true},
+                                        {"shift", At(0x14200), 256, false}};
+  const std::vector<Constant> changes = {{"weight", At(0x90000), 0x4000, true}};
+  StatusOr<ConstantRebind> r = PlanConstantRebind("decode", listed, changes);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<TensorRef> staying = StayingStorage(*r);
+  ASSERT_EQ(staying.size(), 2u);
+  EXPECT_EQ(staying[0].data, At(0x14000));
+  EXPECT_EQ(staying[0].span_bytes(), 256u);
+  EXPECT_EQ(staying[1].data, At(0x14200));
+  // Every constant moved: none stays.
+  r = PlanConstantRebind("decode", listed,
+                         std::vector<Constant>{{"weight", At(0x90000), 0x4000, true}, {"bias", At(0x94000), 256, true},
+                                               {"shift", At(0x94200), 256, false}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(StayingStorage(*r).empty());
+}
+
 }  // namespace
 }  // namespace encore

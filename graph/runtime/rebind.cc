@@ -77,10 +77,11 @@ std::string MethodInstance::FindConstants(const ConstantRebind& rebind, std::vec
                                           int64_t* references) const {
   const std::vector<TensorRef> old = OldStorage(rebind.moves);
   const std::vector<std::string> names = MovedNames(rebind.moves);
+  const std::vector<TensorRef> staying = StayingStorage(rebind);
   std::string why;
   for (const auto& entry : s_.store.cache.entries()) {
     for (const PieceGraph& piece : entry->pieces) {
-      found->push_back(piece.FindConstants(old, names, &why));
+      found->push_back(piece.FindConstants(old, names, staying, &why));
       if (!why.empty()) return why;
       *references += found->back().direct.sites + found->back().staged.sites;
     }

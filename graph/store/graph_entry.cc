@@ -41,7 +41,7 @@ StatusOr<BoundExec> PieceGraph::Bind(Args inputs, Args outputs, int64_t* new_var
   return BoundExec{&v->exec, true};
 }
 
-PieceRebind PieceGraph::FindConstants(Args old_storage, std::span<const std::string> names,
+PieceRebind PieceGraph::FindConstants(Args old_storage, std::span<const std::string> names, Args staying,
                                       std::string* why) const {
   PieceRebind found;
   if (!graphed) return found;  // its stages run eagerly, on the constants as listed now
@@ -55,12 +55,12 @@ PieceRebind PieceGraph::FindConstants(Args old_storage, std::span<const std::str
     *why = "a graph is staged (" + binding.reason + ")";
     return found;
   }
-  found.direct = direct->FindConstants(old_storage, names);
+  found.direct = direct->FindConstants(old_storage, names, staying);
   if (!found.direct.complete || !found.direct.unsafe.empty()) {
     *why = found.direct.unsafe;
     return found;
   }
-  found.staged = staged.FindConstants(old_storage, names);
+  found.staged = staged.FindConstants(old_storage, names, staying);
   if (!found.staged.complete) *why = found.staged.unsafe;
   return found;
 }

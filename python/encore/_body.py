@@ -18,6 +18,7 @@ import threading
 
 from . import _context, _encore
 from ._errors import StatusCode
+from ._pool import MethodPool
 from ._torch import is_capture_refusal, is_rng_refusal, view_of
 from ._tree import flatten, unflatten
 
@@ -106,23 +107,6 @@ def snapshot(state, torch):
                      [_Like(t) for t in state.outputs], state.spec)
     snap.arg_leaves = leaves
     return snap
-
-
-class PoolLease:
-    """One graph's share of a method's memory pool: dropping it tells
-    PyTorch's allocator that the graph is gone, so the pool's memory goes
-    back once no graph and no tensor uses it."""
-
-    __slots__ = ("_torch", "_device", "_pool")
-
-    def __init__(self, torch, device, pool):
-        self._torch, self._device, self._pool = torch, device, pool
-
-    def __del__(self):
-        try:
-            self._torch._C._cuda_releasePool(self._device, self._pool)
-        except Exception:  # noqa: BLE001 - at exit PyTorch may be gone first
-            pass
 
 
 def exception_status(e: BaseException, capturing: bool):
@@ -269,20 +253,14 @@ class Body:
         """Routes this thread's allocations to the method's pool (one per
         device, shared by its graphs, which never run at once) for the
         capture, as PyTorch's own graph capture does; the graph being
-        captured holds a lease on the pool until encore drops it."""
-        torch = self._m._torch
+        captured holds a lease on the pool until encore drops it
+        (python/encore/_pool.py, Note [A pool whose lifetime is the
+        method's])."""
         pool = self._pools.get(device)
         if pool is None:
-            pool = self._pools[device] = torch.cuda.graph_pool_handle()
-        # Routes this thread only (PyTorch 2.8 and newer): another thread's
-        # allocations during the capture stay out of the graph's pool.
-        torch._C._cuda_beginAllocateCurrentThreadToPool(device, pool)
-        lease = PoolLease(torch, device, pool)
-        try:
-            call.keep_with_graph(lease)
+            pool = self._pools[device] = MethodPool(self._m._torch, device)
+        with pool.routed(call.keep_with_graph):
             yield
-        finally:
-            torch._C._cuda_endAllocateToPool(device, pool)
 
     def _check_capture(self, state, wrote, nodes):
         m = self._m

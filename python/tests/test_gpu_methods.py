@@ -362,16 +362,19 @@ def test_private_torch_functions_encore_uses(torch_cuda):
     v = t._version
     t.add_(1)
     assert t._version == v + 1
-    pool = torch.cuda.graph_pool_handle()
+    mempool = torch.cuda.MemPool()
+    pool = mempool.id
     begin = getattr(torch._C, "_cuda_beginAllocateCurrentThreadToPool")
     end = getattr(torch._C, "_cuda_endAllocateToPool")
-    begin(dev, pool)
-    try:
-        t_pool = torch.empty(1024, device="cuda")
-    finally:
-        end(dev, pool)
-    del t_pool
-    torch._C._cuda_releasePool(dev, pool)
+    for _ in range(2):  # a routing after the last one's release: the MemPool keeps the pool live
+        begin(dev, pool)
+        try:
+            t_pool = torch.empty(1024, device="cuda")
+        finally:
+            end(dev, pool)
+        del t_pool
+        torch._C._cuda_releasePool(dev, pool)
+    del mempool
     buf = torch.arange(6.0, device="cuda")
     storage = torch._C._construct_storage_from_data_pointer(buf.data_ptr(), buf.device, 24)
     view = torch.empty((0,), device="cuda").set_(storage, 0, (2, 3), (3, 1))

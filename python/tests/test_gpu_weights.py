@@ -5,10 +5,23 @@ capture) and results follow the new values, never the old addresses;
 anything else captures again."""
 
 import gc
+import logging
 
 import pytest
 
 import encore
+
+
+@pytest.fixture(autouse=True)
+def _encore_info(caplog):
+    """encore's info lines (event=rebound, event=rebind_recapture with its
+    reason, event=binding_probe) in every failure's captured log."""
+    caplog.set_level(logging.INFO, logger="encore")
+
+
+def _why(caplog):
+    return [r.getMessage() for r in caplog.records
+            if any(e in r.getMessage() for e in ("rebind", "binding", "capture_failed", "released"))]
 
 
 def _model(torch):
@@ -46,9 +59,14 @@ def _squat(torch):
 
 @pytest.mark.parametrize("how", ["load_state_dict_assign", "parameter_replaced", "buffer_replaced", "data_set",
                                  "cpu_cuda"])
-def test_weights_in_new_storage_are_rebound_without_a_capture(torch_cuda, manager, how):
+def test_weights_in_new_storage_are_rebound_without_a_capture(torch_cuda, manager, how, caplog):
+    # Linear's weight (16 KiB) ends where its bias begins in the caching
+    # allocator's segment: a word naming the bias is not the old weight's end
+    # pointer (parameter_replaced, cpu_cuda).
     torch = torch_cuda
     lin, f, m, x = _captured(torch, manager, f"rebind_{how}")
+    r = m.report()
+    assert r["binding"] == "direct", (r["binding_reason"], _why(caplog))
     with torch.no_grad():
         if how == "load_state_dict_assign":
             lin.load_state_dict({k: torch.randn_like(v) for k, v in lin.state_dict().items()}, assign=True)
@@ -66,12 +84,54 @@ def test_weights_in_new_storage_are_rebound_without_a_capture(torch_cuda, manage
             torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
         del squatters
     r = m.report()
-    assert r["rebinds"] >= 1, r
-    if r["binding"] == "direct":  # a staged graph captures again instead, as C++ says
-        assert r["captures"] == 1 and r["warmup_calls"] == 1, r
+    assert r["rebinds"] >= 1, (r, _why(caplog))
+    assert r["captures"] == 1 and r["warmup_calls"] == 1 and r["replays"] >= 4, (r, _why(caplog))
+    assert r["graphs_off_reason"] is None and r["eager_calls"] == 0, r
 
 
-def test_twenty_syncs_follow_the_new_weights(torch_cuda, manager):
+def test_a_staged_graph_whose_weights_moved_is_captured_again_and_replays(torch_cuda, manager, caplog):
+    # The rebind drops a staged graph (SPEC: it recaptures); the capture after
+    # it routes to the method's pool, whose last graph just went: PyTorch
+    # asserted there (use_count > 0) when the pool was a bare handle, and the
+    # method ran eagerly from then on.
+    torch = torch_cuda
+    lin, f, m, x = _captured(torch, manager, "rebind_staged", flags="warmup=1,binding=staged")
+    with torch.no_grad():
+        for sync in range(3):
+            lin.load_state_dict({k: torch.randn_like(v) for k, v in lin.state_dict().items()}, assign=True)
+            squatters = _squat(torch)
+            for _ in range(3):
+                torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+            del squatters
+    r = m.report()
+    assert r["graphs_off_reason"] is None and r["capture_failures"] == 0, (r, _why(caplog))
+    assert r["captures"] == 4 and r["rebinds"] == 0 and r["replays"] >= 1 + 3 * 1, (r, _why(caplog))
+
+
+def test_a_capture_after_an_eviction_and_after_release_routes_to_a_live_pool(torch_cuda, caplog):
+    # Graphs dropped by encore itself (max_graphs=1: a new shape's graph
+    # takes the place of the other's) and by Method.release(): every later
+    # capture succeeds.
+    torch = torch_cuda
+    lin = _model(torch)
+    f = _f(lin)
+    mgr = encore.Manager(flags="")
+    m = mgr.method(f, name="pool_reuse", constants=lin, flags="warmup=1,max_graphs=1,on_new_shape=recapture")
+    with torch.no_grad():
+        for rows in (8, 16, 8, 16):  # max_graphs=1: each new shape drops the other's graph
+            x = torch.randn(rows, 64, device="cuda")
+            for _ in range(3):
+                torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+        m.release()
+        x = torch.randn(8, 64, device="cuda")
+        for _ in range(3):
+            torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+    r = m.report()
+    assert r["graphs_off_reason"] is None and r["capture_failures"] == 0, (r, _why(caplog))
+    assert r["captures"] >= 5 and r["replays"] >= 5, (r, _why(caplog))
+
+
+def test_twenty_syncs_follow_the_new_weights(torch_cuda, manager, caplog):
     torch = torch_cuda
     lin, f, m, x = _captured(torch, manager, "rebind_syncs")
     with torch.no_grad():
@@ -79,7 +139,7 @@ def test_twenty_syncs_follow_the_new_weights(torch_cuda, manager):
             lin.load_state_dict({k: torch.randn_like(v) for k, v in lin.state_dict().items()}, assign=True)
             torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
     r = m.report()
-    assert r["rebinds"] == 20, r
+    assert r["rebinds"] == 20 and r["captures"] == 1, (r, _why(caplog))
 
 
 def test_a_constant_of_another_size_captures_again(torch_cuda, manager):

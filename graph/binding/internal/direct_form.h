@@ -93,7 +93,8 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // bytes, named by `names`), the words bound to the caller's tensors left
   // out; changes nothing. Its `unsafe` says why not every one can be
   // rewritten (an end pointer, a node of a child graph, one not read).
-  ScanResult FindConstants(Args old_storage, std::span<const std::string> names) const;
+  // `staying`: the listed constants that did not move (ScanOptions).
+  ScanResult FindConstants(Args old_storage, std::span<const std::string> names, Args staying) const;
   // Points what FindConstants found at `to` (the constants' new addresses,
   // in its order): in the graph, for executables made later, and in every
   // executable, each keeping its caller's addresses. An executable that is

@@ -80,6 +80,10 @@ struct ScanOptions {
   // What the reasons call each range (inputs, then outputs); empty:
   // "input N", "output N".
   std::span<const std::string> names;
+  // Memory that stays where it is (the listed constants that did not
+  // move): a word inside it names that memory, never the end of a range it
+  // adjoins. Note [An end that is a neighbour's base] in reference_scan.cc.
+  Args staying;
 };
 
 class ReferenceScan {
@@ -109,6 +113,8 @@ class ReferenceScan {
   int FindTensor(uintptr_t w, uint64_t* delta) const;
   // The tensor one past whose end `w` points, or -1.
   int EndOf(uintptr_t w) const;
+  // Whether `w` lies inside ScanOptions::staying.
+  bool Stays(uintptr_t w) const;
   std::string TensorName(int tensor) const;
   // Keeps the first reason the sites cannot be bound; the scan goes on, so
   // `referenced` covers every node it can read.

@@ -118,8 +118,8 @@ class StagedForm : public VariantForm<GraphExec, StagedExtra> {
   // The graph's references into `old_storage` (the moved constants' old
   // bytes, named by `names`), the heads skipped; changes nothing. Under
   // direct binding the direct form's scan of the same body says whether
-  // they can all be rewritten.
-  ScanResult FindConstants(Args old_storage, std::span<const std::string> names) const;
+  // they can all be rewritten. `staying`: as DirectForm::FindConstants.
+  ScanResult FindConstants(Args old_storage, std::span<const std::string> names, Args staying) const;
   // Points them at `to` in the graph and in every executable. Executables
   // updated in place from another graph name that graph's nodes: they are
   // all dropped instead, and a first executable made again.

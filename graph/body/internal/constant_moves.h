@@ -50,6 +50,10 @@ std::string MovesAmbiguity(const ConstantRebind& rebind);
 // The moved constants' old bytes as byte tensors (what the reference scan
 // looks for), their names, and their new addresses, in the same order.
 std::vector<TensorRef> OldStorage(std::span<const ConstantMove> moves);
+// The listed constants that did not move, as byte tensors: a word inside
+// one names it, not the end of a moved constant's old bytes it adjoins
+// (Note [An end that is a neighbour's base], graph/binding/reference_scan.cc).
+std::vector<TensorRef> StayingStorage(const ConstantRebind& rebind);
 std::vector<std::string> MovedNames(std::span<const ConstantMove> moves);
 std::vector<const void*> NewAddresses(std::span<const ConstantMove> moves);
 

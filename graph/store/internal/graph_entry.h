@@ -91,8 +91,10 @@ struct PieceGraph {
   // into their `old_storage` (named by `names`), changing nothing, and in
   // `*why` why they cannot all be rewritten (empty when they can): a
   // staged graph, whose body no probe showed the scan sees whole, or what
-  // the direct form's scan could not read or rewrite.
-  PieceRebind FindConstants(Args old_storage, std::span<const std::string> names, std::string* why) const;
+  // the direct form's scan could not read or rewrite. `staying`: the
+  // listed constants that did not move (ScanOptions::staying).
+  PieceRebind FindConstants(Args old_storage, std::span<const std::string> names, Args staying,
+                            std::string* why) const;
   // Points them at `to` (the new addresses, in old_storage's order) in both
   // forms and all their executables.
   Status RebindConstants(PieceRebind found, const Addresses& to);
