@@ -135,6 +135,17 @@ class Body:
     def reset(self) -> None:
         self._pools.clear()
 
+    def pools(self) -> list:
+        """The memory behind this method's capture pools (over encore's
+        allocator), one per device."""
+        return [p.memory for p in list(self._pools.values()) if p.memory is not None]
+
+    def synchronize_streams(self) -> None:
+        """Waits for the work of this method's side streams (warmups, whose
+        cuBLAS workspace may lie in the capture pool), before a sleep."""
+        for s in list(self._side.values()):
+            s.synchronize()
+
     # ------------------------------------------------------------------------
     def run(self, call):
         """encore's body: None, or (StatusCode, message, refusal)."""
@@ -255,10 +266,12 @@ class Body:
         capture, as PyTorch's own graph capture does; the graph being
         captured holds a lease on the pool until encore drops it
         (python/encore/_pool.py, Note [A pool whose lifetime is the
-        method's])."""
+        method's]). The pool's memory is encore's, which sleeps with the
+        manager (python/src/py_torch_pool.h)."""
         pool = self._pools.get(device)
         if pool is None:
-            pool = self._pools[device] = MethodPool(self._m._torch, device)
+            cm = getattr(self._m, "_cm", None)
+            pool = self._pools[device] = MethodPool(self._m._torch, device, getattr(cm, "torch_pool", None))
         with pool.routed(call.keep_with_graph):
             yield
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 from . import _encore
 from ._errors import InvalidArgumentError
@@ -40,6 +41,7 @@ class Manager:
         except InvalidArgumentError as e:
             raise InvalidArgumentError(str(e).replace("flags_text:", source + ":", 1)) from None
         self._methods: dict = {}
+        self._bodies = weakref.WeakSet()  # every method's body, the pieces of staged methods too
         self._lock = threading.Lock()
         self._rename = False
 
@@ -71,12 +73,19 @@ class Manager:
     def sleep(self) -> int:
         """Waits for the graphs' last launches and gives back the device
         memory behind every graph's own memory (its intermediate and scratch
-        buffers; not the callers' tensors, not constants), keeping the
-        executables and their addresses. Returns the bytes given back. A
+        buffers, the segments PyTorch's allocator took for its capture; not
+        the callers' tensors, not constants), keeping the executables and
+        their addresses, which stay reserved: memory other tensors take
+        while asleep lies elsewhere. Returns the bytes given back. A
         method's call while asleep wakes the manager first. Results of
-        ``outputs=reuse`` do not survive a sleep. (The memory PyTorch's
-        caching allocator gave a Python method's capture stays with
-        PyTorch: docs/limitations.md.)"""
+        ``outputs=reuse`` do not survive a sleep (nor may they be read while
+        asleep). docs/limitations.md says what stays."""
+        # The captures pending first (a capture's stream must not be waited
+        # on), then the methods' warmups on their side streams, then the
+        # graphs' last launches (C++), then the memory goes.
+        self._cxx.wait_for_captures()
+        for body in list(self._bodies):
+            body.synchronize_streams()
         return self._cxx.sleep()
 
     def wake(self) -> None:

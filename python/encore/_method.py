@@ -73,6 +73,7 @@ class Method:
         made = manager._cxx.register_method(name, body=_weak_run(self._body), constants=entries,
                                             flags_text=cxx_text or None)
         self._cm = made
+        manager._bodies.add(self._body)  # a sleep waits for its side streams
         # The call state lives in the C++ method (its lock, the call in
         # flight, the fast path, python/src/py_method.h PyCallSlots), which
         # this layer and the fast path share.
@@ -136,12 +137,29 @@ class Method:
         if reason is not None:
             return self._run_eager(reason, args, kwargs)
         with self._lock:
+            if self._cm.pools_attention:
+                self._tend_pools()
             if self._consts is not None and not self._consts.watch.unchanged():
                 self._constants_moved()
             if self._graph_nodes is not None and nodes != self._graph_nodes:
                 if self._other_arguments(args, kwargs, nodes):
                     return self._run_eager("new_shape", args, kwargs)
             return self._run(args, kwargs, tensors, nodes)
+
+    def _tend_pools(self) -> None:
+        """Before anything launches: the manager's capture pools woken if
+        they sleep (a call while asleep wakes its manager first; encore
+        wakes its own graph memory in the run), and this method's graphs
+        dropped if its pool's memory could not be mapped back (its next
+        captures use a new pool)."""
+        self._manager._cxx.wake_pools()
+        lost = [p for p in self._body.pools() if p.lost]
+        if lost:
+            logger.error("event=wake_failed method=%s memory=torch_pool detail=%r", self.name,
+                         "the memory of the method's capture pool could not be mapped back; its graphs are "
+                         "dropped and it captures again")
+            self._release_locked()
+        self._manager._cxx.settle_pools()
 
     def _python_eager_reason(self, tensors):
         torch = self._torch
@@ -309,6 +327,8 @@ class Method:
             raise InvalidArgumentError(f"method '{self.name}': precapture: this call would run eagerly ({reason}), "
                                        "so it has no graph to capture")
         with self._lock:
+            if self._cm.pools_attention:
+                self._tend_pools()
             if self._consts is not None and not self._consts.watch.unchanged():
                 self._constants_moved()
             if self._graph_nodes is not None and nodes != self._graph_nodes and self._other_arguments(
@@ -340,6 +360,10 @@ class Method:
         too, so report_json() says the same)."""
         r = json.loads(self._cm.report_json())
         r["outputs"] = "reuse" if self._reuse else "copy"
+        # PyTorch's segments behind the captures' intermediates, over
+        # encore's memory (python/src/py_torch_pool.h): what a sleep gives
+        # back besides graph_memory_bytes.
+        r["torch_pool_bytes"] = sum(p.bytes for p in self._body.pools())
         return r
 
     def synchronize(self) -> None:

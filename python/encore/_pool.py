@@ -29,23 +29,93 @@ here:
   lets its MemPools go and makes new ones for later captures: the old pool's
   memory goes back to the device once its last graph is gone, where an id
   kept forever would keep its cached blocks.
+
+The MemPool is made over encore's allocator (``CUDAPluggableAllocator``
+over the module's ``encore_torch_pool_malloc`` / ``_free``), so that a
+Manager's sleep gives its memory back: python/src/py_torch_pool.h, Note
+[PyTorch's capture memory sleeps with the graphs]. Where that allocator
+cannot be had (``ENCORE_TORCH_POOL=caching``, expandable segments on, a
+PyTorch that refuses it) the MemPool is PyTorch's own caching memory, as
+before, and a sleep keeps it (logged once).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
+
+from ._log import logger
+
+_allocator: dict = {}
+_allocator_lock = threading.Lock()
+
+
+def _why_not_encore_memory() -> str | None:
+    """Why a method's pool cannot be encore's memory here, or None."""
+    choice = os.environ.get("ENCORE_TORCH_POOL", "encore").strip().lower()
+    if choice == "caching":
+        return "ENCORE_TORCH_POOL=caching"
+    if choice not in ("", "encore"):
+        return f"ENCORE_TORCH_POOL={choice!r} is neither 'encore' nor 'caching'"
+    for var in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        conf = os.environ.get(var, "").replace(" ", "").lower()
+        if "expandable_segments:true" in conf:
+            # PyTorch maps expandable segments itself, past a pool's own
+            # allocator (pytorch/pytorch#147851).
+            return f"{var} turns expandable segments on"
+    return None
+
+
+def pool_allocator(torch):
+    """The process's one CUDAPluggableAllocator over encore's memory, or
+    None where it cannot be used (the reason logged once). Kept for the
+    process's life: every MemPool made over it refers to it."""
+    with _allocator_lock:
+        if "value" in _allocator:
+            return _allocator["value"]
+        why = _why_not_encore_memory()
+        alloc = None
+        if why is None:
+            from . import _encore
+            try:
+                alloc = torch.cuda.memory.CUDAPluggableAllocator(_encore.__file__, _encore.TORCH_POOL_MALLOC,
+                                                                  _encore.TORCH_POOL_FREE)
+            except Exception as e:  # noqa: BLE001 - any refusal: PyTorch's own memory serves
+                why = f"CUDAPluggableAllocator: {type(e).__name__}: {e}"
+        if why is not None:
+            logger.info("event=torch_pool memory=caching reason=%r detail=%r", why,
+                        "a Python method's intermediates stay in PyTorch's caching memory, which "
+                        "Manager.sleep() does not give back")
+        _allocator["value"] = alloc
+        return alloc
 
 
 class MethodPool:
-    """A method's MemPool on one device."""
+    """A method's MemPool on one device, and (over encore's allocator) the
+    memory behind it, which sleeps with the method's Manager."""
 
-    __slots__ = ("torch", "device", "mempool", "__weakref__")
+    __slots__ = ("torch", "device", "mempool", "memory", "__weakref__")
 
-    def __init__(self, torch, device: int):
-        self.torch, self.device = torch, device
+    def __init__(self, torch, device: int, make_memory=None):
+        self.torch, self.device, self.memory = torch, device, None
+        alloc = pool_allocator(torch) if make_memory is not None else None
         # A MemPool belongs to the device current when it is made.
         with torch.cuda.device(device):
+            if alloc is not None:
+                try:
+                    self.mempool = torch.cuda.MemPool(alloc.allocator())
+                    self.memory = make_memory(device)
+                    return
+                except Exception as e:  # noqa: BLE001 - PyTorch's own memory serves
+                    logger.info("event=torch_pool memory=caching reason=%r", f"MemPool: {type(e).__name__}: {e}")
             self.mempool = torch.cuda.MemPool()
+
+    def __del__(self):
+        # The MemPool first: its end frees the segments no tensor holds;
+        # then the memory, which maps back what PyTorch still keeps.
+        self.mempool = None
+        self.memory = None
 
     @property
     def id(self):
@@ -54,17 +124,25 @@ class MethodPool:
     @contextlib.contextmanager
     def routed(self, keep_with_graph):
         """This thread's allocations go to the pool inside the block (only
-        this thread's: PyTorch 2.8 and newer); the graph captured meanwhile
+        this thread's: PyTorch 2.8 and newer), and the segments PyTorch
+        takes for it to this pool's memory; the graph captured meanwhile
         gets a PoolLease through `keep_with_graph`, taken as the routing
         begins, so every begin has its release."""
         c = self.torch._C
-        c._cuda_beginAllocateCurrentThreadToPool(self.device, self.id)
+        memory = self.memory
+        if memory is not None:
+            memory.route()
         try:
-            lease = PoolLease(self)
-            keep_with_graph(lease)
-            yield
+            c._cuda_beginAllocateCurrentThreadToPool(self.device, self.id)
+            try:
+                lease = PoolLease(self)
+                keep_with_graph(lease)
+                yield
+            finally:
+                c._cuda_endAllocateToPool(self.device, self.id)
         finally:
-            c._cuda_endAllocateToPool(self.device, self.id)
+            if memory is not None:
+                memory.unroute()
 
 
 class PoolLease:

@@ -130,7 +130,7 @@ class StagedMethod(Method):
                 total["eager_by_reason"] = dict(r["eager_by_reason"])
             else:
                 for key in ("warmup_calls", "captures", "replays", "eager_calls", "refusals", "recaptures",
-                            "capture_failures", "graph_nodes"):
+                            "capture_failures", "graph_nodes", "torch_pool_bytes"):
                     total[key] += r[key]
                 for reason, n in r["eager_by_reason"].items():
                     total["eager_by_reason"][reason] = total["eager_by_reason"].get(reason, 0) + n

@@ -14,6 +14,7 @@
 #include "py_method.h"
 #include "py_status.h"
 #include "py_tensor.h"
+#include "py_torch_pool.h"
 
 namespace nb = nanobind;
 
@@ -36,4 +37,5 @@ NB_MODULE(_encore, m) {
   encore::python::BindFastCall(m);
   encore::python::BindManager(m);
   encore::python::BindConstantWatch(m);
+  encore::python::BindTorchPool(m);
 }

@@ -150,6 +150,9 @@ bool PyFastCall::Matches(PyObject* args, std::vector<TensorRef>* in) const {
     }
   }
   if (GradForbids(args)) return false;
+  // The capture pools sleep (or a wake lost one): the general path tends
+  // to them before anything launches.
+  if (py_method_->pools_attention()) return false;
   // A constant moved or replaced since: the general path reads them again.
   return watch_ == nullptr || watch_->Unchanged();
 }

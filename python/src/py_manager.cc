@@ -53,21 +53,41 @@ PyMethod* PyManager::register_method(const std::string& name, nb::object body, n
   }
   StatusOr<Method*> method = manager_->Register(std::move(spec));
   RaiseIfError(method.status());
-  return new PyMethod(*method, manager_);
+  return new PyMethod(*method, manager_, pools_);
 }
 
 int64_t PyManager::sleep() {
   int64_t bytes = 0;
   WithoutGil([&]() -> Status {
+    // The graphs' last launches are waited for here, before any pool
+    // memory goes.
     StatusOr<int64_t> given = manager_->Sleep();
-    if (given.ok()) bytes = *given;
-    return given.status();
+    if (!given.ok()) return given.status();
+    StatusOr<int64_t> pools = pools_->Sleep();
+    if (!pools.ok()) {
+      (void)manager_->Wake();
+      pools_->Settle();
+      return pools.status();
+    }
+    bytes = *given + *pools;
+    return OkStatus();
   });
   return bytes;
 }
 
 void PyManager::wake() {
-  WithoutGil([&] { return manager_->Wake(); });
+  WithoutGil([&] {
+    Status graphs = manager_->Wake();
+    Status pools = pools_->Wake();
+    pools_->Settle();
+    return graphs.ok() ? pools : graphs;
+  });
+}
+
+void PyManager::wake_pools() {
+  nb::gil_scoped_release nogil;
+  (void)pools_->Wake();  // a pool that failed is lost: its method drops its graphs
+  pools_->Settle();
 }
 
 void BindManager(nb::module_& m) {
@@ -80,6 +100,8 @@ void BindManager(nb::module_& m) {
       .def("wait_for_captures", &PyManager::wait_for_captures)
       .def("sleep", &PyManager::sleep)
       .def("wake", &PyManager::wake)
+      .def("wake_pools", &PyManager::wake_pools)
+      .def("settle_pools", &PyManager::settle_pools)
       .def_prop_ro("asleep", &PyManager::asleep);
 }
 

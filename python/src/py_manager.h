@@ -12,6 +12,7 @@
 #include <string>
 
 #include "encore/graph/manager.h"
+#include "py_torch_pool.h"
 
 namespace encore::python {
 
@@ -37,16 +38,24 @@ class PyManager {
   // last one ends the manager, which waits for a background capture being
   // recorded, whose Python body needs the GIL.
   ~PyManager();
-  // Manager::Sleep (the bytes given back) and Wake, the GIL released while
-  // they wait on the device; raise their errors.
+  // Manager::Sleep (the bytes given back) and Wake, then the same for the
+  // methods' capture pools (py_torch_pool.h), the GIL released while they
+  // wait on the device; raise their errors. A pool that cannot sleep wakes
+  // the manager again.
   int64_t sleep();
   void wake();
   bool asleep() const { return manager_->asleep(); }
+  // A call found the capture pools asleep or one lost: wakes them (a pool
+  // whose memory cannot come back is lost, which its method looks at).
+  void wake_pools();
+  // Clears the pools' attention once none sleeps and none is lost.
+  void settle_pools() { pools_->Settle(); }
 
  private:
   // Shared with every PyMethod it made: a method keeps its manager, which
   // owns the Method, alive.
   std::shared_ptr<Manager> manager_;
+  std::shared_ptr<TorchPools> pools_ = std::make_shared<TorchPools>();
 };
 
 void BindManager(nanobind::module_& m);

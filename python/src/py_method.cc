@@ -59,8 +59,8 @@ Status CallPython(PyObject* fn, Call& call) {
 
 }  // namespace
 
-PyMethod::PyMethod(Method* method, std::shared_ptr<Manager> manager)
-    : method_(method), manager_(std::move(manager)) {
+PyMethod::PyMethod(Method* method, std::shared_ptr<Manager> manager, std::shared_ptr<TorchPools> pools)
+    : method_(method), manager_(std::move(manager)), pools_(std::move(pools)) {
   slots_.lock = nb::module_::import_("threading").attr("RLock")();
   slots_.state = nb::none();
   slots_.fast = nb::none();
@@ -145,6 +145,10 @@ void BindMethod(nb::module_& m) {
       .def("synchronize", &PyMethod::synchronize)
       .def("count_eager_call", &PyMethod::count_eager_call, nb::arg("reason"))
       .def("report_json", &PyMethod::report_json)
+      .def("torch_pool", &PyMethod::torch_pool, nb::arg("device"), nb::rv_policy::take_ownership,
+           "The memory behind this method's capture pool on a device (python/src/py_torch_pool.h)")
+      .def_prop_ro("pools_attention", &PyMethod::pools_attention,
+                   "The manager's capture pools sleep, or a wake lost one")
       .def_prop_ro("name", &PyMethod::name)
       .def_prop_ro(
           "lock", [](PyMethod& m) { return m.slots().lock; }, "The RLock that serializes the method's calls")

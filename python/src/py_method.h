@@ -15,6 +15,7 @@
 #include "encore/graph/call.h"
 #include "encore/graph/manager.h"
 #include "encore/graph/method.h"
+#include "py_torch_pool.h"
 
 namespace encore::python {
 
@@ -42,7 +43,9 @@ struct PyCallSlots {
 
 class PyMethod {
  public:
-  PyMethod(Method* method, std::shared_ptr<Manager> manager);
+  // `pools`: the manager's capture pools (py_torch_pool.h), which this
+  // method's pools join.
+  PyMethod(Method* method, std::shared_ptr<Manager> manager, std::shared_ptr<TorchPools> pools);
   // As ~PyManager: the last share of the manager goes with the GIL released.
   ~PyMethod();
   PyMethod(const PyMethod&) = delete;
@@ -67,11 +70,18 @@ class PyMethod {
   const std::string& name() const { return method_->name(); }
   Method* method() const { return method_; }
   PyCallSlots& slots() { return slots_; }
+  // The memory behind this method's capture pool on `device`, slept and
+  // woken with its manager (python/encore/_pool.py).
+  PyTorchPool* torch_pool(int device) { return new PyTorchPool(pools_->Make(device)); }
+  // The manager's capture pools sleep, or a wake lost one: the call must
+  // take the general path, which tends to them first.
+  bool pools_attention() const { return pools_->attention(); }
 
  private:
   PyCallSlots slots_;
   Method* method_;  // owned by manager_
   std::shared_ptr<Manager> manager_;
+  std::shared_ptr<TorchPools> pools_;
 };
 
 // Drops `manager` (a share of it) with the GIL released when this thread

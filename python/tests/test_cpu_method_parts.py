@@ -78,3 +78,18 @@ def test_moved_constants_of_the_same_layout_are_rebound_else_released():
     lin.bias = torch.nn.Parameter(torch.randn(2))  # another size
     m._constants_moved()
     assert calls[-1] == ("release", 2)
+
+
+def test_a_call_that_finds_the_pools_asleep_wakes_them_and_a_lost_pool_drops_the_graphs():
+    m = _method()
+    events = []
+    m._manager._cxx = types.SimpleNamespace(wake_pools=lambda: events.append("wake"),
+                                            settle_pools=lambda: events.append("settle"))
+    m._release_locked = lambda: events.append("release")
+    m._body.pools = lambda: [types.SimpleNamespace(lost=False, bytes=0)]
+    m._tend_pools()
+    assert events == ["wake", "settle"]
+    events.clear()
+    m._body.pools = lambda: [types.SimpleNamespace(lost=True, bytes=0)]  # its memory could not come back
+    m._tend_pools()
+    assert events == ["wake", "release", "settle"]

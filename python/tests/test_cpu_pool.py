@@ -67,8 +67,16 @@ def fake_torch():
 
     c = types.SimpleNamespace(_cuda_beginAllocateCurrentThreadToPool=begin, _cuda_endAllocateToPool=end,
                               _cuda_releasePool=lambda device, pool: a.release(pool))
+    class CUDAPluggableAllocator:
+        def __init__(self, path, alloc_fn, free_fn):
+            a.pluggable = (path, alloc_fn, free_fn)
+
+        def allocator(self):
+            return "encore's allocator"
+
     cuda = types.SimpleNamespace(MemPool=MemPool, device=lambda d: contextlib.nullcontext(),
-                                 graph_pool_handle=a.new_id)
+                                 graph_pool_handle=a.new_id,
+                                 memory=types.SimpleNamespace(CUDAPluggableAllocator=CUDAPluggableAllocator))
     return types.SimpleNamespace(_C=c, cuda=cuda), a
 
 
@@ -153,3 +161,69 @@ def test_the_body_keeps_one_pool_per_device_until_its_method_is_released():
         pass
     assert body._pools[0].id != first
 
+
+class FakeMemory:
+    """What python/src/py_torch_pool.h's TorchPool does, as the pool sees it."""
+
+    def __init__(self, events, device):
+        self.events, self.device, self.bytes, self.lost = events, device, 0, False
+
+    def route(self):
+        self.events.append("route")
+
+    def unroute(self):
+        self.events.append("unroute")
+
+
+@pytest.fixture
+def fresh_allocator(monkeypatch):
+    monkeypatch.setattr(_pool, "_allocator", {})
+    monkeypatch.delenv("ENCORE_TORCH_POOL", raising=False)
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    return monkeypatch
+
+
+def test_a_pool_over_encores_memory_routes_its_segments_around_the_routing(fresh_allocator):
+    torch, a = fake_torch()
+    events = []
+    begin = torch._C._cuda_beginAllocateCurrentThreadToPool
+    end = torch._C._cuda_endAllocateToPool
+    torch._C._cuda_beginAllocateCurrentThreadToPool = lambda d, p: (events.append("begin"), begin(d, p))
+    torch._C._cuda_endAllocateToPool = lambda d, p: (events.append("end"), end(d, p))
+    pool = _pool.MethodPool(torch, 0, lambda device: FakeMemory(events, device))
+    assert pool.mempool.allocator == "encore's allocator" and pool.memory.device == 0
+    from encore import _encore
+    assert a.pluggable == (_encore.__file__, "encore_torch_pool_malloc", "encore_torch_pool_free")
+    graphs = []
+    with pool.routed(graphs.append):
+        events.append("capture")
+    # Segments PyTorch takes while routed come from this memory, and only then.
+    assert events == ["route", "begin", "capture", "end", "unroute"]
+
+
+@pytest.mark.parametrize("env", [("ENCORE_TORCH_POOL", "caching"),
+                                 ("PYTORCH_CUDA_ALLOC_CONF", "garbage_collection_threshold:0.6,expandable_segments:True")])
+def test_where_encores_memory_cannot_serve_the_pool_is_pytorchs_own(fresh_allocator, env):
+    fresh_allocator.setenv(*env)
+    torch, a = fake_torch()
+    pool = _pool.MethodPool(torch, 0, lambda device: pytest.fail("no memory of encore's is made"))
+    assert pool.mempool.allocator is None and pool.memory is None
+    with pool.routed([].append):
+        pass
+
+
+def test_a_sleep_waits_for_captures_then_the_side_streams_then_gives_the_memory_back():
+    import encore
+    mgr = encore.Manager(flags="")
+    events = []
+    real = mgr._cxx
+    mgr._cxx = types.SimpleNamespace(wait_for_captures=lambda: events.append("captures"),
+                                     sleep=lambda: events.append("sleep") or 5)
+    body = types.SimpleNamespace(synchronize_streams=lambda: events.append("streams"))
+    mgr._bodies = [body]
+    try:
+        assert mgr.sleep() == 5
+    finally:
+        mgr._cxx = real
+    assert events == ["captures", "streams", "sleep"]

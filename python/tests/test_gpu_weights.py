@@ -202,9 +202,11 @@ def test_sleep_gives_memory_back_and_wake_replays_without_a_capture(torch_cuda):
     # own graph memory, which a sleep gives back.
     m = mgr.method(f, name="sleeper", constants=lin, flags="on_new_shape=pad,buckets=256|1024,warmup=1")
     xs = [torch.randn(b, 64, device="cuda") for b in (200, 1000, 7)]
+    # A padded bucket's GEMM runs at the bucket's rows, eager at the call's:
+    # cuBLAS may pick another kernel, so results agree to rounding, not bits.
     with torch.no_grad():
         for x in xs + xs:
-            torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+            torch.testing.assert_close(m(x), f(x))
         before = m.report()
         torch.cuda.synchronize()
         free_awake, _ = torch.cuda.mem_get_info()
@@ -215,9 +217,9 @@ def test_sleep_gives_memory_back_and_wake_replays_without_a_capture(torch_cuda):
         mgr.wake()
         assert not mgr.asleep
         for x in xs:
-            torch.testing.assert_close(m(x), f(x), rtol=0, atol=0)
+            torch.testing.assert_close(m(x), f(x))
         mgr.sleep()
-        torch.testing.assert_close(m(xs[0]), f(xs[0]), rtol=0, atol=0)  # a call while asleep wakes first
+        torch.testing.assert_close(m(xs[0]), f(xs[0]))  # a call while asleep wakes first
         assert not mgr.asleep
     after = m.report()
     assert after["captures"] == before["captures"] and after["replays"] == before["replays"] + 4, (before, after)
