@@ -32,7 +32,12 @@ void MeasuredPadding::KeepBuckets(const std::vector<int64_t>& buckets) {
 }
 
 bool MeasuredPadding::WantReplaySample(int64_t bucket) {
-  const int64_t n = At(bucket).seen++;
+  Bucket& b = At(bucket);
+  const int64_t n = b.seen++;
+  if (b.probe) {
+    b.probe = false;
+    return true;
+  }
   return n < kFirstSamples || n % kSampleEvery == 0;
 }
 
@@ -44,8 +49,19 @@ bool MeasuredPadding::WantEagerSample(int64_t batch) {
 
 void MeasuredPadding::AddReplay(int64_t bucket, double us) {
   Bucket& b = At(bucket);
+  b.recent[b.samples % kFirstSamples] = us;
   ++b.samples;
-  b.us += (us - b.us) / static_cast<double>(std::min(b.samples, kFirstSamples));
+  // The lower median of the ring: what a replay pays once (an executable
+  // instantiated inside it, its upload) only ever adds time, so such
+  // samples, up to half of the last few, do not raise it.
+  const size_t n = static_cast<size_t>(std::min(b.samples, kFirstSamples));
+  double sorted[kFirstSamples];
+  for (size_t i = 0; i < n; ++i) {  // an insertion sort of at most 8
+    size_t j = i;
+    for (; j > 0 && sorted[j - 1] > b.recent[i]; --j) sorted[j] = sorted[j - 1];
+    sorted[j] = b.recent[i];
+  }
+  b.us = sorted[(n - 1) / 2];
 }
 
 void MeasuredPadding::AddEager(int64_t batch, double us) {
@@ -96,6 +112,17 @@ bool MeasuredPadding::EagerIsFaster(int64_t batch, int64_t bucket) const {
   const Bucket* b = Find(bucket);
   if (b == nullptr || b->samples < kMinSamples || eager_samples_ < kMinSamples) return false;
   return b->us > a_ + c_ * static_cast<double>(batch);
+}
+
+bool MeasuredPadding::RunEagerly(int64_t batch, int64_t bucket) {
+  if (!EagerIsFaster(batch, bucket)) return false;
+  Bucket& b = At(bucket);
+  // Calls that run eagerly time no replay: without this one in
+  // kSampleEvery, a bucket measured slow once (a learned bucket above every
+  // batch seen is never full) would run every call eagerly for good.
+  if (++b.refused % kSampleEvery != 0) return true;
+  b.probe = true;
+  return false;
 }
 
 }  // namespace encore

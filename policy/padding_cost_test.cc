@@ -113,12 +113,50 @@ TEST(MeasuredPaddingTest, SamplesTheFirstCallsThenOneInKSampleEvery) {
   EXPECT_TRUE(eager.WantEagerSample(7));
 }
 
-TEST(MeasuredPaddingTest, AReplayIsARunningMeanThatFollowsChange) {
+TEST(MeasuredPaddingTest, AReplayIsTheLowerMedianOfItsLastSamplesAndFollowsChange) {
   MeasuredPadding cost;
   for (int i = 0; i < 3; ++i) cost.AddReplay(8, 10.0 + i);
   EXPECT_NEAR(*cost.ReplayUs(8), 11.0, 1e-9);
   for (int i = 0; i < 200; ++i) cost.AddReplay(8, 50.0);
   EXPECT_NEAR(*cost.ReplayUs(8), 50.0, 1e-3);
+}
+
+// Replays that paid once (an executable instantiated inside the span, its
+// upload) are fewer than half of the last samples: the bucket's time is
+// what its other replays take, and a replay that really got slower shows
+// once most samples say so.
+TEST(MeasuredPaddingTest, ReplaysThatPaidOnceDoNotSetTheBucketsTime) {
+  MeasuredPadding cost;
+  for (double us : {90.0, 600.0, 95.0, 590.0}) cost.AddReplay(64, us);
+  EXPECT_NEAR(*cost.ReplayUs(64), 95.0, 1e-9);
+  for (int i = 0; i < 3; ++i) cost.AddEager(1 + 30 * i, 190.0);
+  EXPECT_FALSE(cost.EagerIsFaster(1, 64));
+  for (int i = 0; i < 5; ++i) cost.AddReplay(64, 400.0);
+  EXPECT_NEAR(*cost.ReplayUs(64), 400.0, 1e-9);
+  EXPECT_TRUE(cost.EagerIsFaster(1, 64));
+}
+
+// A bucket measured slower than eager runs its calls eagerly, which time
+// no replay of it; one in kSampleEvery of them replays instead, timed
+// whatever the replay sampling says, so a time measured too high is
+// corrected and the calls replay again.
+TEST(MeasuredPaddingTest, ABucketSentEagerlyIsStillTimed) {
+  MeasuredPadding cost;
+  for (int i = 0; i < 3; ++i) cost.AddEager(1 + 30 * i, 190.0);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(cost.WantReplaySample(64));
+    cost.AddReplay(64, 1000.0);
+  }
+  for (int i = 0; i < 64; ++i) (void)cost.WantReplaySample(64);  // replays of full calls, past the first samples
+  int eager = 0;
+  for (int i = 0; i < MeasuredPadding::kSampleEvery - 1; ++i) eager += cost.RunEagerly(2, 64) ? 1 : 0;
+  EXPECT_EQ(eager, MeasuredPadding::kSampleEvery - 1);
+  EXPECT_FALSE(cost.RunEagerly(2, 64));  // the one that replays...
+  EXPECT_TRUE(cost.WantReplaySample(64));  // ...and is timed
+  EXPECT_TRUE(cost.EagerIsFaster(2, 64));  // the decision itself is unchanged
+  for (int i = 0; i < 4; ++i) cost.AddReplay(64, 90.0);
+  EXPECT_FALSE(cost.RunEagerly(2, 64));
+  EXPECT_FALSE(cost.EagerIsFaster(2, 64));
 }
 
 TEST(MeasuredPaddingTest, KeepBucketsForgetsTheOthers) {

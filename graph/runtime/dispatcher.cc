@@ -43,8 +43,10 @@ Status Dispatcher::RunPadded(Args inputs, Args outputs, cudaStream_t stream) {
     plan.graph_outputs = views.outputs;
   }
   // Never slower than eager: a call its bucket would pad too much takes
-  // the slow path, which runs it eagerly (reason padding).
-  if (s_.ledger.graphs.on() && rows > 0 && !s_.pad.EagerInstead(batch, rows)) {
+  // the slow path, which runs it eagerly (reason padding). Decided once,
+  // here: Decide reads the plan.
+  plan.pad_eager = s_.ledger.graphs.on() && rows > 0 && s_.pad.EagerInstead(batch, rows);
+  if (s_.ledger.graphs.on() && rows > 0 && !plan.pad_eager) {
     const size_t match = s_.store.cache.Find(plan.graph_inputs, plan.graph_outputs);
     if (match < s_.store.cache.size() && PointersOk(inputs) && PointersOk(outputs)) {
       const int64_t index = ++s_.ledger.stats.calls;
@@ -60,8 +62,11 @@ Status Dispatcher::PaddedReplay(GraphEntry& g, const CallPlan& plan, cudaStream_
   s_.ledger.stats.real_rows += plan.batch;
   s_.ledger.stats.padded_rows += rows - plan.batch;
   const bool timed = s_.pad.StartTiming(stream, /*replay=*/true, rows);
+  const int64_t variants = s_.ledger.stats.exec_variants;
   Status s = Replay(g, plan, stream, index);
-  if (timed) s_.pad.StopTiming(stream, s.ok());
+  // A replay that made an executable (an address set seen again) paid its
+  // instantiation and first upload once: not what the bucket's replays cost.
+  if (timed) s_.pad.StopTiming(stream, s.ok() && s_.ledger.stats.exec_variants == variants);
   return s;
 }
 
@@ -90,7 +95,7 @@ Action Dispatcher::Decide(const CallPlan& plan, int64_t rows, size_t first, size
                    *match < s_.store.cache.size()};
   in.padded = plan.padded();
   in.has_bucket = has_bucket;
-  in.pad_eager = plan.padded() && rows > 0 && s_.pad.EagerInstead(plan.batch, rows);
+  in.pad_eager = plan.padded() && rows > 0 && plan.pad_eager;
   FillBackground(plan, *match, in);
   in.precapture = plan.precapture;
   return encore::Decide(in);

@@ -22,15 +22,22 @@ bool PaddingBeyondLimit(double max_padding, int64_t batch, int64_t bucket_rows);
 
 // What a padded replay and an eager run cost, as measured, and the
 // decision between them. Note [Measured padding]: a replay of bucket B
-// runs B rows whatever the call's b, so its time is one number per bucket
-// (a running mean of its samples); an eager run of b rows is modelled as
-// a + c * b (weighted least squares over recent samples, older ones
-// fading), which keeps the fixed cost of launching its kernels apart from
-// the cost per row. With samples of one batch size only the fit cannot
-// tell a from c and takes c = mean time per row (a = 0): that
-// underestimates eager runs of fewer rows, so such a call runs eagerly,
-// is timed, and its sample corrects the fit for the next one. Either side
-// with fewer than kMinSamples samples decides nothing: the call replays.
+// runs B rows whatever the call's b, so its time is one number per bucket:
+// the lower median of its last kFirstSamples samples, so that the few
+// replays that pay once for something (an executable instantiated for an
+// address set seen again, its first launch's upload) do not stand for
+// every later replay. An eager run of b rows is modelled as a + c * b
+// (weighted least squares over recent samples, older ones fading), which
+// keeps the fixed cost of launching its kernels apart from the cost per
+// row. With samples of one batch size only the fit cannot tell a from c
+// and takes c = mean time per row (a = 0): that underestimates eager runs
+// of fewer rows, so such a call runs eagerly, is timed, and its sample
+// corrects the fit for the next one. Either side with fewer than
+// kMinSamples samples decides nothing: the call replays. A bucket whose
+// calls run eagerly would never be timed again (only full calls would
+// replay it), so one in kSampleEvery of the calls RunEagerly sends eagerly
+// replays instead and is timed: a replay time measured too high, or one
+// that changed, is corrected.
 class MeasuredPadding {
  public:
   static constexpr int64_t kMinSamples = 3;
@@ -44,7 +51,8 @@ class MeasuredPadding {
 
   // Whether this replay of `bucket` (or this eager run of `batch` rows) is
   // to be timed; counts it. An eager run of a batch not among the last few
-  // timed is always timed, so the fit learns a new size at once.
+  // timed is always timed, so the fit learns a new size at once; so is the
+  // replay RunEagerly let through to re-measure its bucket.
   bool WantReplaySample(int64_t bucket);
   bool WantEagerSample(int64_t batch);
   // A measured span, microseconds.
@@ -61,13 +69,21 @@ class MeasuredPadding {
   std::optional<double> EagerUs(int64_t batch) const;
   // Both measured, and the replay takes longer than the eager run.
   bool EagerIsFaster(int64_t batch, int64_t bucket) const;
+  // The decision for one call of `batch` in `bucket`, counted: EagerIsFaster,
+  // except that every kSampleEvery-th call of a bucket it holds faster
+  // eagerly replays (and its replay is timed), so the bucket keeps being
+  // measured. Once per call.
+  bool RunEagerly(int64_t batch, int64_t bucket);
 
  private:
   struct Bucket {
     int64_t rows = 0;
-    int64_t seen = 0;     // replays counted by WantReplaySample
-    int64_t samples = 0;  // AddReplay calls
-    double us = 0;        // running mean, over the last kFirstSamples once past them
+    int64_t seen = 0;                   // replays counted by WantReplaySample
+    int64_t samples = 0;                // AddReplay calls
+    double recent[kFirstSamples] = {};  // the last samples, a ring
+    double us = 0;                      // their lower median
+    int64_t refused = 0;                // calls RunEagerly sent eagerly
+    bool probe = false;                 // a call RunEagerly let replay, to be timed
   };
   Bucket& At(int64_t bucket);
   const Bucket* Find(int64_t bucket) const;

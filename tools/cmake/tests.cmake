@@ -41,6 +41,7 @@ set(ENCORE_CPU_TESTS
   policy/capture_policy_test
   policy/flag_table_test
   policy/learned_buckets_test
+  policy/learned_padding_test
   policy/method_flags_test
   policy/method_flags_text_test
   policy/method_votes_test

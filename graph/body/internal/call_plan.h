@@ -18,6 +18,9 @@ struct CallPlan {
   Args graph_outputs;
   int64_t batch = -1;  // under on_new_shape=pad: the call's b
   bool precapture = false;  // Method::Precapture's: not a call, so never counted as one
+  // Under on_new_shape=pad: the call's bucket would pad it more than eager
+  // costs, so it runs eagerly (Padding::EagerInstead, asked once per call).
+  bool pad_eager = false;
   bool padded() const { return batch >= 0; }
 };
 

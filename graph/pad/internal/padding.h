@@ -71,12 +71,14 @@ class Padding {
 
   // Never slower than eager: whether a call of `batch` in a bucket of
   // `rows` runs eagerly instead (max_padding's rule when set, else the
-  // measured one; never for a full bucket). Inline: it runs on every
-  // padded replay.
-  bool EagerInstead(int64_t batch, int64_t rows) const {
+  // measured one; never for a full bucket). Asked once per call: the
+  // measured rule counts the calls it sends eagerly, and lets one in
+  // MeasuredPadding::kSampleEvery of them replay so the bucket is timed
+  // again. Inline: it runs on every padded replay.
+  bool EagerInstead(int64_t batch, int64_t rows) {
     if (rows <= batch) return false;
     if (max_padding_ > 0) return PaddingBeyondLimit(max_padding_, batch, rows);
-    return measured_ && cost_.EagerIsFaster(batch, rows);
+    return measured_ && cost_.RunEagerly(batch, rows);
   }
   // The measured rule is off with several ranks: each rank would decide
   // from its own times, and a replay's verification votes.
