@@ -120,6 +120,31 @@ def exception_status(e: BaseException, capturing: bool):
     return (StatusCode.INTERNAL, f"{type(e).__name__}: {e}", capturing and is_capture_refusal(e))
 
 
+_gc_lock = threading.Lock()
+_gc_holds = [0, False]  # captures in flight that hold gc off; whether gc was on before the first
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """No garbage collection while any encore capture runs a body: a method
+    or manager collected then would wait for its last launch, which CUDA
+    refuses inside a capture. gc.disable is process-wide and captures run on
+    several threads at once (capture=background), so the first to begin
+    turns it off and the last to end turns it back on, if it was on."""
+    with _gc_lock:
+        if _gc_holds[0] == 0:
+            _gc_holds[1] = gc.isenabled()
+            gc.disable()
+        _gc_holds[0] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_holds[0] -= 1
+            if _gc_holds[0] == 0 and _gc_holds[1]:
+                gc.enable()
+
+
 class _Refusal(Exception):
     """A capture the method must not make; the call runs eagerly."""
 
@@ -130,7 +155,6 @@ class Body:
         self._fn = fn
         self._pools: dict = {}
         self._side: dict = {}
-        self._outer = None
 
     def reset(self) -> None:
         self._pools.clear()
@@ -177,23 +201,15 @@ class Body:
     def _run(self, call, state, kind):
         if kind != CAPTURE:
             return self._run_body(call, state, kind)
-        # No garbage collection inside a capture: a method or manager
-        # collected now would wait for its last launch, which CUDA refuses
-        # while this thread captures, and the capture would fail.
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with _no_gc():
             return self._run_body(call, state, kind)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _run_body(self, call, state, kind):
         torch = self._m._torch
         views = self._input_views(call, state)
         args, kwargs = unflatten((("tuple", 2),) + state.nodes, views, self._leaves(state))
         before = [v._version for v in views]
-        with self._on_stream(call, kind):
+        with self._on_stream(call, kind) as outer:
             _context.push(call)
             try:
                 result = self._fn(*args, **kwargs)
@@ -205,7 +221,7 @@ class Body:
             wrote = [i for i, v in enumerate(views) if v._version != before[i]]
             if kind == CAPTURE:
                 self._check_capture(state, wrote, nodes)
-            self._deliver(call, state, kind, result, tensors, nodes, leaves, views)
+            self._deliver(call, state, kind, result, tensors, nodes, leaves, views, outer)
         if kind != CAPTURE:
             self.learn(state, tensors, nodes, leaves, wrote)
 
@@ -232,15 +248,18 @@ class Body:
 
     @contextlib.contextmanager
     def _on_stream(self, call, kind):
+        """Runs the body on the call's stream (eager) or on this thread's
+        side stream joined to it; yields the call's stream. Nothing of it is
+        kept on the Body: a background capture runs on the worker thread
+        while calls run on theirs."""
         torch = self._m._torch
         device = call.device
         current = torch._C._cuda_getCurrentRawStream(device)
         outer = (torch.cuda.current_stream(device) if call.stream == current
                  else torch.cuda.ExternalStream(call.stream, device=device))
-        self._outer = outer
         if kind == EAGER:
             with torch.cuda.stream(outer):
-                yield
+                yield outer
             return
         # A stream per thread: a background capture records on the
         # manager's worker thread while calls run warmups on theirs.
@@ -253,9 +272,9 @@ class Body:
             with torch.cuda.stream(side):
                 if kind == CAPTURE:
                     with self._routed_to_pool(call, device):
-                        yield
+                        yield outer
                 else:
-                    yield
+                    yield outer
         finally:
             outer.wait_stream(side)
 
@@ -289,7 +308,7 @@ class Body:
             raise _Refusal(spec.not_rows)
         m._graph_nodes = state.nodes
 
-    def _deliver(self, call, state, kind, result, tensors, nodes, leaves, views):
+    def _deliver(self, call, state, kind, result, tensors, nodes, leaves, views, outer):
         n = call.num_outputs
         infos = [call.output_info(i) for i in range(n)]
         if n and n == len(tensors) and all(
@@ -313,7 +332,7 @@ class Body:
             return
         if kind == WARMUP:  # made on the method's stream, used on the caller's
             for t in tensors:
-                t.record_stream(self._outer)
+                t.record_stream(outer)
         state.direct = self._unshared(result, tensors, nodes, leaves, views)
 
     def _keep_static(self, state, tensors, nodes, leaves):
