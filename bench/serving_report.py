@@ -36,18 +36,23 @@ def derive(b, runs):
 
 
 def encore_check(b, res, w, r, rep):
-    """That an encore way's method did what its flags say."""
-    n, reasons = len(b.a.buckets), rep.get("eager_by_reason", {})
+    """That an encore way's method replayed over the trace by the path it
+    is named for (bench_common.graphs_not_run), and did what its flags say."""
+    n = len(b.a.buckets)
+    need = {"encore_listed": {"precaptures": n}, "encore_background": {"background_captures": 1}}.get(w, {})
+    res.graphs(w, rep, None, f"round {r + 1}", "replayed" + "".join(f", {k} >= {v}" for k, v in need.items()),
+               need=need)
+    rep = rep or {}
+    reasons = rep.get("eager_by_reason", {})
     if w == "encore_listed":
         ok = (rep.get("precaptures") == n and set(reasons) <= {"padding"}
               and rep.get("replays", 0) + reasons.get("padding", 0) == b.a.requests)
         what = f"all {n} buckets precaptured; every request replayed (or ran eagerly for reason padding)"
     elif w == "encore_learned":
-        ok = rep.get("replays", 0) > 0 and 0 < len(rep.get("buckets", [])) <= n
-        what = f"learned 1..{n} buckets and replayed"
+        ok = 0 < len(rep.get("buckets", [])) <= n
+        what = f"learned 1..{n} buckets"
     else:
-        ok = rep.get("replays", 0) > 0 and rep.get("background_captures", 0) > 0
-        what = "captured in the background and replayed"
+        return
     keys = ("buckets", "precaptures", "background_captures", "calls", "replays", "eager_by_reason")
     res.check(f"{w} round {r + 1}: {what}", ok, " ".join(f"{k}={rep.get(k)}" for k in keys))
 
@@ -65,7 +70,7 @@ def checks(b, res, runs):
                       f"{a.requests} x {len(xs)}, largest row error {max(x['worst_row_error'] for x in xs):.2e}")
         for r, x in enumerate(xs):
             if w in ENCORE:
-                encore_check(b, res, w, r, x["report"] or {})
+                encore_check(b, res, w, r, x["report"])
         graphs = [x["dynamo"].get("unique_graphs") for x in xs if w in COMPILED]
         if graphs:  # whatever ran before it, encore ways included, a compiled way compiles as often
             res.check(f"{w}: dynamo compiled as many graphs in every round", len(set(graphs)) == 1,
@@ -143,11 +148,16 @@ def slower_than_eager(b, runs, way):
     return [s for s, v in ratio.items() if v > NOISE], worst, ratio[worst]
 
 
-def verdict(ok, text, detail):
-    print(f"{'PASS' if ok else 'MISS'} {text}: {detail}")
+def verdict(ok, text, detail, res=None, ways=()):
+    """A target's PASS or MISS line; a MISS whatever `ok` when one of the
+    encore `ways` did not run as graphs (res.graphs_ran)."""
+    off = [w for w in ways if w in ENCORE and res is not None and not res.graphs_ran(w)]
+    if off:
+        detail += "; graphs did not run: " + "; ".join(f"{w}: {res.not_run[w]}" for w in off)
+    print(f"{'PASS' if ok and not off else 'MISS'} {text}: {detail}")
 
 
-def memory_target(b, runs):
+def memory_target(b, res, runs):
     e, h = runs["encore_listed"], runs["hand"]
     text = "encore_listed: device memory per extra bucket <= the hand graphs' + 10% in every round"
     if len(e) != b.a.rounds or len(h) != b.a.rounds or not all("device_mib_per_extra_bucket" in x for x in e + h):
@@ -155,7 +165,8 @@ def memory_target(b, runs):
         return
     pairs = [(x["device_mib_per_extra_bucket"], y["device_mib_per_extra_bucket"]) for x, y in zip(e, h)]
     verdict(all(p <= 1.1 * q for p, q in pairs), text,
-            "MiB (encore, hand) per round: " + ", ".join(f"({p:.2f}, {q:.2f})" for p, q in pairs))
+            "MiB (encore, hand) per round: " + ", ".join(f"({p:.2f}, {q:.2f})" for p, q in pairs),
+            res, ["encore_listed"])
 
 
 def targets(b, res, runs):
@@ -169,7 +180,7 @@ def targets(b, res, runs):
             why = "; ".join(f"{w} failed: {e}" for w, e in b.failed.items() if w in needs)
             verdict(False, text, f"not measured ({why or 'a way it needs did not run every round'})")
         else:
-            verdict(ok(s), text, f"{cell(s)}")
+            verdict(ok(s), text, f"{cell(s)}", res, needs)
 
     target("encore_background_minus_eager.first_response_ms", lambda s: s["max"] <= 5.0,
            "encore_background: first response within 5 ms of eager's in every round (ms later)")
@@ -179,13 +190,13 @@ def targets(b, res, runs):
         target(f"{w}_vs_hand.rps_steady", lambda s: s["min"] >= 0.98,
                f"{w}: steady-state requests/s >= 0.98x the hand-written bucket graphs' in every round")
     if "encore_listed" in runs and "hand" in runs:
-        memory_target(b, runs)
+        memory_target(b, res, runs)
     for w in (w for w in ENCORE if w in runs):
         found = slower_than_eager(b, runs, w) if runs.get(w) and runs.get("eager") else None
         verdict(found is not None and not found[0],
                 f"{w}: no batch size slower than eager (median per size after the first {b.a.first} requests, "
                 f"over {NOISE:.2f}x)", "not measured" if found is None else
-                f"{len(found[0])} sizes over: {found[0][:12]}; worst b={found[1]} x{found[2]:.3f}")
+                f"{len(found[0])} sizes over: {found[0][:12]}; worst b={found[1]} x{found[2]:.3f}", res, [w])
     target("encore_listed_vs_hand.startup_ms", lambda s: s["max"] <= 1.0,
            "encore_listed: precapture of all buckets no slower than the hand graphs' start-up in every round")
 

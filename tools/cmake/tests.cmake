@@ -84,6 +84,11 @@ add_test(NAME tools/perf_table_test
   COMMAND python3 "${PROJECT_SOURCE_DIR}/tools/perf_table_test.py" "${PROJECT_SOURCE_DIR}/tools/perf_table.py"
           "${PROJECT_SOURCE_DIR}/docs/performance.md" "${PROJECT_SOURCE_DIR}/docs/measurements/earlier.json")
 
+# bench/bench_common.py's check that an encore way ran as graphs (an sh_test in Bazel).
+add_test(NAME tools/bench_common_test
+  COMMAND python3 "${PROJECT_SOURCE_DIR}/tools/bench_common_test.py" "${PROJECT_SOURCE_DIR}/bench/bench_common.py"
+          "${PROJECT_SOURCE_DIR}/tools/perf_table.py")
+
 # CMAKE_CUDA_ARCHITECTURES reaches nvcc and kBuiltCudaArchs.
 add_library(encore_arch_probe OBJECT tools/testdata/arch_probe.cu)
 encore_target_defaults(encore_arch_probe)
