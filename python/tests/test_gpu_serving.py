@@ -82,12 +82,21 @@ def test_outputs_reuse_under_pad_are_views_of_b_rows(torch_cuda, manager):
     f, consts = _rowwise(torch)
     m = manager.method(f, name="pad_reuse", constants=consts,
                        flags="on_new_shape=pad,buckets=4|8,warmup=1,outputs=reuse")
-    for b in (3, 8, 5, 2, 7):
+    # Batch 3 runs eagerly to learn the results, 8 is the warmup, 5 and 2
+    # capture buckets 8 and 4 (a capture's launch is no replay), 7, 6 and 1
+    # replay them.
+    got = {}
+    for b in (3, 8, 5, 2, 7, 6, 1):
         x = torch.randn(b, 32, device="cuda")
-        got = m(x)
-        _check(torch, got, f(x))
-        assert got[0].shape[0] == b
-    assert m.report()["replays"] >= 3
+        got[b] = m(x)
+        _check(torch, got[b], f(x))
+        assert [t.shape[0] for t in got[b]] == [b, b]
+    r = m.report()
+    assert r["captures"] == 2 and r["replays"] == 3 and r["buckets"] == [4, 8], r
+    # The replays' results are views of the same kept rows, whatever the
+    # bucket: each later call wrote over the earlier ones.
+    for i in range(2):
+        assert got[7][i].data_ptr() == got[6][i].data_ptr() == got[1][i].data_ptr()
 
 
 def test_other_non_tensor_arguments_run_eagerly_under_pad(torch_cuda, manager):
@@ -98,11 +107,14 @@ def test_other_non_tensor_arguments_run_eagerly_under_pad(torch_cuda, manager):
 
     m = manager.method(f, name="pad_args", flags="on_new_shape=pad,buckets=4,warmup=1")
     x = torch.randn(3, 8, device="cuda")
-    for _ in range(3):
+    # The results learned (an eager call), the warmup, the capture, a replay.
+    for _ in range(4):
         torch.testing.assert_close(m(x, 2.0), x * 2.0)
+    assert m.report()["replays"] == 1
     torch.testing.assert_close(m(x, 3.0), x * 3.0)
+    torch.testing.assert_close(m(x, 2.0), x * 2.0)  # the graph is kept: its own arguments replay it
     r = m.report()
-    assert r["eager_by_reason"].get("new_shape") == 1 and r["replays"] >= 1, r
+    assert r["eager_by_reason"].get("new_shape") == 1 and r["replays"] == 2 and r["captures"] == 1, r
 
 
 def test_a_result_that_is_not_rows_of_the_batch_runs_eagerly(torch_cuda, manager, caplog):
