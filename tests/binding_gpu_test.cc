@@ -11,12 +11,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "encore/core/internal/cuda_api.h"
@@ -504,6 +506,148 @@ TEST_F(BindingGpuTest, APinnedHostOrManagedTensorGetsTheRightResult) {
   EXPECT_LE(logs_.Count("direct_rewrite_refused"), 1);
   cudaFreeHost(pinned);
   cudaFree(managed);
+}
+
+// CUDA's rule behind Note [Memcpy nodes keep their memory's owner]
+// (graph/binding/direct_form.cc), asked directly: an executable's memcpy
+// or memset node captured on memory mapped into a reserved range (the
+// graph arena's slabs: cuMemCreate, cuMemMap) cannot be rewritten to
+// cudaMalloc'd memory, which is what failed every direct binding of such a
+// node on an H100 with driver 580 at 6954a1b; between two cudaMalloc'd
+// buffers it can, and a graph's own node takes either before it is
+// instantiated. If this fails, that note's reading of the rule is wrong.
+TEST_F(BindingGpuTest, TheDriverRefusesAMemcpyNodeMovedFromMappedMemoryToCudaMalloc) {
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  size_t bytes = 0;
+  const cudaError_t gran = cuda().DriverMemGetAllocationGranularity(&bytes, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (gran == cudaErrorNotSupported) GTEST_SKIP() << "no virtual memory management here";
+  ASSERT_EQ(gran, cudaSuccess);
+  CUdeviceptr va = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(cuda().DriverMemAddressReserve(&va, bytes, 0, 0, 0), cudaSuccess);
+  ASSERT_EQ(cuda().DriverMemCreate(&handle, bytes, &prop, 0), cudaSuccess);
+  ASSERT_EQ(cuda().DriverMemMap(va, bytes, 0, handle, 0), cudaSuccess);
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_EQ(cuda().DriverMemSetAccess(va, bytes, &access, 1), cudaSuccess);
+  float* mapped = reinterpret_cast<float*>(va);
+  constexpr size_t kBytes = kN * sizeof(float);
+  DeviceBuffer<float> a(kN), b(kN), c(kN), d(kN);
+  std::vector<float> v(kN);
+  std::iota(v.begin(), v.end(), 1.0f);
+  a.Upload(v);
+  // One graph of a memcpy and a memset, captured on `src` -> `dst`.
+  struct Captured {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaGraphNode_t copy = nullptr, set = nullptr;
+    cudaMemcpy3DParms copy_params{};
+    cudaMemsetParams set_params{};
+  };
+  auto capture = [&](float* src, float* dst, Captured* out) {
+    ASSERT_EQ(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(dst, src, kBytes, cudaMemcpyDeviceToDevice, s_), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(dst + 8, 0, 4 * sizeof(float), s_), cudaSuccess);
+    ASSERT_EQ(cudaStreamEndCapture(s_, &out->graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiateWithFlags(&out->exec, out->graph, 0), cudaSuccess);
+    cudaGraphNode_t nodes[2] = {};
+    size_t n = 2;
+    ASSERT_EQ(cudaGraphGetNodes(out->graph, nodes, &n), cudaSuccess);
+    ASSERT_EQ(n, 2u);
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type{};
+      ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+      if (type == cudaGraphNodeTypeMemcpy) out->copy = node;
+      if (type == cudaGraphNodeTypeMemset) out->set = node;
+    }
+    ASSERT_NE(out->copy, nullptr);
+    ASSERT_NE(out->set, nullptr);
+    ASSERT_EQ(cudaGraphMemcpyNodeGetParams(out->copy, &out->copy_params), cudaSuccess);
+    ASSERT_EQ(cudaGraphMemsetNodeGetParams(out->set, &out->set_params), cudaSuccess);
+  };
+  auto exec_set = [](const Captured& g, float* src, float* dst) {
+    cudaMemcpy3DParms p = g.copy_params;
+    p.srcPtr.ptr = src;
+    p.dstPtr.ptr = dst;
+    cudaError_t copy = cudaGraphExecMemcpyNodeSetParams(g.exec, g.copy, &p);
+    (void)cudaGetLastError();
+    cudaMemsetParams m = g.set_params;
+    m.dst = dst + 8;
+    cudaError_t set = cudaGraphExecMemsetNodeSetParams(g.exec, g.set, &m);
+    (void)cudaGetLastError();
+    return std::pair{copy, set};
+  };
+  Captured on_mapped, on_malloc;
+  ASSERT_NO_FATAL_FAILURE(capture(mapped, mapped + kN, &on_mapped));
+  ASSERT_NO_FATAL_FAILURE(capture(c.get(), d.get(), &on_malloc));
+  const auto [mapped_copy, mapped_set] = exec_set(on_mapped, a.get(), b.get());
+  const auto [malloc_copy, malloc_set] = exec_set(on_malloc, a.get(), b.get());
+  std::printf("exec memcpy/memset node rewritten from mapped memory to cudaMalloc: %s / %s; cudaMalloc to cudaMalloc: "
+              "%s / %s\n", cudaGetErrorName(mapped_copy), cudaGetErrorName(mapped_set), cudaGetErrorName(malloc_copy),
+              cudaGetErrorName(malloc_set));
+  EXPECT_EQ(mapped_copy, cudaErrorInvalidValue);
+  EXPECT_EQ(mapped_set, cudaErrorInvalidValue);
+  EXPECT_EQ(malloc_copy, cudaSuccess);
+  EXPECT_EQ(malloc_set, cudaSuccess);
+  std::vector<float> want = v;
+  for (int i = 8; i < 12; ++i) want[i] = 0.0f;
+  b.Fill(-1.0f);
+  ASSERT_EQ(cudaGraphLaunch(on_malloc.exec, s_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+  EXPECT_EQ(b.Download(), want) << "the rewritten executable copies a into b";
+  // The graph's own nodes pointed at cudaMalloc'd memory, then instantiated:
+  // what the direct form does instead of the refused rewrite.
+  cudaMemcpy3DParms p = on_mapped.copy_params;
+  p.srcPtr.ptr = a.get();
+  p.dstPtr.ptr = b.get();
+  cudaMemsetParams m = on_mapped.set_params;
+  m.dst = b.get() + 8;
+  ASSERT_EQ(cudaGraphMemcpyNodeSetParams(on_mapped.copy, &p), cudaSuccess);
+  ASSERT_EQ(cudaGraphMemsetNodeSetParams(on_mapped.set, &m), cudaSuccess);
+  cudaGraphExec_t again = nullptr;
+  ASSERT_EQ(cudaGraphInstantiateWithFlags(&again, on_mapped.graph, 0), cudaSuccess);
+  b.Fill(-1.0f);
+  ASSERT_EQ(cudaGraphLaunch(again, s_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+  EXPECT_EQ(b.Download(), want) << "instantiated with cudaMalloc'd endpoints";
+  for (cudaGraphExec_t e : {on_mapped.exec, on_malloc.exec, again}) cudaGraphExecDestroy(e);
+  for (cudaGraph_t g : {on_mapped.graph, on_malloc.graph}) cudaGraphDestroy(g);
+  EXPECT_EQ(cuda().DriverMemUnmap(va, bytes), cudaSuccess);
+  EXPECT_EQ(cuda().DriverMemRelease(handle), cudaSuccess);
+  EXPECT_EQ(cuda().DriverMemAddressFree(va, bytes), cudaSuccess);
+}
+
+TEST_F(BindingGpuTest, AGraphWithMemoryNodesIsStagedWithoutAskingCudaToCloneOrInstantiateItTwice) {
+  // cudaMallocAsync and cudaFreeAsync in the body are captured as memory
+  // nodes: CUDA clones no such graph and lets it have one executable at a
+  // time, so the scan stages it before any clone is asked for, and moving
+  // buffers rewrite the one staged executable.
+  Method* m = Register("memory_nodes", Binding::kDirect, [](Call& c) {
+    constexpr size_t kBytes = kN * sizeof(float);
+    void* tmp = nullptr;
+    cudaError_t e = cudaMallocAsync(&tmp, kBytes, c.stream());
+    if (e == cudaSuccess) e = cudaMemcpyAsync(tmp, c.input(0).data, kBytes, cudaMemcpyDeviceToDevice, c.stream());
+    if (e == cudaSuccess) e = cudaMemcpyAsync(c.output(0).data, tmp, kBytes, cudaMemcpyDeviceToDevice, c.stream());
+    if (tmp != nullptr) {
+      const cudaError_t f = cudaFreeAsync(tmp, c.stream());
+      if (e == cudaSuccess) e = f;
+    }
+    return e == cudaSuccess ? OkStatus() : CudaStatus(e, "through memory of the graph's own");
+  });
+  CudaFaultInjector inject;
+  RunMoving(m, 3, [](const std::vector<float>& in) { return in; });
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.binding, Binding::kStaged);
+  EXPECT_NE(r.binding_reason.find("memory allocation or free nodes"), std::string::npos) << r.binding_reason;
+  EXPECT_EQ(r.captures, 1);
+  EXPECT_EQ(inject.Count(CudaCall::kGraphClone), 0);
+  EXPECT_EQ(inject.Count(CudaCall::kGraphInstantiate), 1) << "one executable, rewritten for every pair";
 }
 
 TEST_F(BindingGpuTest, AFailedScanStagesWithTheCallNamed) {

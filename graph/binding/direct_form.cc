@@ -130,6 +130,22 @@ Status DirectForm::AddCompletion(const StagedNodes& nodes, const std::vector<cud
 
 Status DirectForm::InstantiateFirst() {
   ENCORE_ASSIGN_OR_RETURN(GraphExec exec, GraphExec::Instantiate(graph_));
+  // Note [Memcpy nodes keep their memory's owner]
+  // CUDA rewrites a memcpy or memset node of an executable
+  // (cudaGraphExecMemcpyNodeSetParams, cudaGraphExecMemsetNodeSetParams)
+  // only to memory "allocated from the same contexts as the original":
+  // otherwise cudaErrorInvalidValue, "the memory operands' mappings
+  // changed". This executable's endpoints are the static buffers, in the
+  // graph arena's slabs, which are memory mapped into a reserved range
+  // (cuMemCreate, cuMemMap: SlabMemory) and owned by no context; the
+  // probe's snapshots always, and a caller's tensors mostly, come from
+  // cudaMalloc, the device's primary context's. So no endpoint of it is
+  // rewritten to them (an H100 with driver 580 refused every one): the
+  // first rewrite that moves one instantiates the graph again with the new
+  // addresses written into its nodes (a graph's own nodes take any memory)
+  // and that executable replaces this one. Executables instantiated so
+  // are rewritten between memory of one kind, as CUDA allows.
+  if (!rewrites_.endpoints.empty() && !has_memory_nodes_) on_statics_ = exec.get();
   variants_.Add(std::move(exec), static_);
   return OkStatus();
 }
@@ -150,9 +166,34 @@ StatusOr<GraphExec> DirectForm::Instantiate(const Addresses& to) {
   return GraphExec::Instantiate(graph_);
 }
 
+bool DirectForm::MovesAnEndpoint(const Addresses& bound, const Addresses& to) const {
+  for (const EndpointSite& e : rewrites_.endpoints) {
+    for (int t : e.tensor) {
+      if (t >= 0 && bound[t] != to[t]) return true;
+    }
+  }
+  return false;
+}
+
+Status DirectForm::Reinstantiate(Cache::Variant& v, const Addresses& to) {
+  ENCORE_ASSIGN_OR_RETURN(GraphExec exec, Instantiate(to));
+  // One that is still running (the capture's first launch) is freed by CUDA
+  // when it completes.
+  v.exec = std::move(exec);
+  v.rewritten = false;
+  on_statics_ = nullptr;
+  ++reinstantiations_;
+  return OkStatus();
+}
+
 Status DirectForm::Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key) {
-  v.rewritten = true;
-  Status s = Write(v.exec.get(), &v.bound, to);
+  Status s;
+  if (on_statics_ != nullptr && v.exec.get() == on_statics_ && MovesAnEndpoint(v.bound, to)) {
+    s = Reinstantiate(v, to);  // Note [Memcpy nodes keep their memory's owner]
+  } else {
+    v.rewritten = true;
+    s = Write(v.exec.get(), &v.bound, to);
+  }
   if (!s.ok()) {
     // CUDA will refuse these buffers again: asking it on every call would
     // cost a failed rewrite (and, for a recurring set, an executable).

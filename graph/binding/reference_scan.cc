@@ -171,7 +171,11 @@ Status ReferenceScan::Scan(cudaGraph_t g, bool in_child, std::span<const cudaGra
 #endif
       case cudaGraphNodeTypeMemAlloc:
       case cudaGraphNodeTypeMemFree:
-        r_.has_memory_nodes = true;  // nor do these, but they allow one executable
+        // Nor do these, but they allow one executable, and cudaGraphClone
+        // refuses such a graph (cudaErrorNotSupported): it is not asked.
+        r_.has_memory_nodes = true;
+        Unsafe("the graph holds memory allocation or free nodes (cudaMallocAsync or cudaFreeAsync in the body), "
+               "which CUDA cannot clone into a direct form");
         break;
       default:
         Unread("the graph holds a node of type " + std::to_string(static_cast<int>(type)) +

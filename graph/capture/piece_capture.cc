@@ -192,6 +192,7 @@ StepResult CapturePipeline::Finalize(CaptureJob& job, PieceJob& pj) {
   piece.staged.SetGraph(std::make_shared<Graph>(*std::move(pj.graph)));
   const std::vector<cudaGraphNode_t> ours = pj.nodes.all();
   ScanResult scan = ReferenceScan::Run(piece.staged.graph()->get(), e.static_inputs, e.static_outputs, ours, &pj.bodies);
+  pj.memory_nodes = scan.has_memory_nodes;
   if (StepResult f = CheckUnreferenced(job, pj, scan.referenced, scan.complete)) return f;
   const bool body_checks = c_.checks.graph_checks() > pj.checks_before;
   if (body_checks && c_.checks.sequence() != nullptr && !piece.staged.heads().empty()) {
@@ -211,8 +212,9 @@ StepResult CapturePipeline::Finalize(CaptureJob& job, PieceJob& pj) {
 StepResult CapturePipeline::Instantiate(CaptureJob& job, PieceJob& pj) {
   PieceGraph& piece = *pj.piece;
   // A graph with conditional nodes may have one executable at a time, and
-  // CUDA does not update one in place.
-  piece.staged.set_max_variants(piece.conditional ? 1 : MaxExecVariants(piece.nodes));
+  // CUDA does not update one in place; one with memory nodes may have one
+  // executable at a time too (a second instantiation is refused).
+  piece.staged.set_max_variants(piece.conditional || pj.memory_nodes ? 1 : MaxExecVariants(piece.nodes));
   // Under kRecapture with the cache full, the least recently used graph's
   // executable updated in place when CUDA accepts it: cheaper than a new
   // instantiation.
@@ -335,6 +337,9 @@ Status CapturePipeline::FirstLaunch(CaptureJob& job, PieceJob& pj) {
   }
   job.phases.build_direct += Lap(&job.lap);
   probe.Bind(job.stream);
+  // A first executable the bind replaced rather than rewrote (its memcpy
+  // or memset nodes: Note [Memcpy nodes keep their memory's owner]).
+  if (piece.direct) job.counts.instantiations += piece.direct->TakeReinstantiations();
   job.phases.probe_bind += Lap(&job.lap);
   // On every rank, probing or not: Finish casts the probe's vote.
   probe.Finish(plan.outputs, job.stream, job.index);

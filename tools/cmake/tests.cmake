@@ -18,6 +18,7 @@ set(ENCORE_CPU_TESTS
   core/status_test
   core/tensor_test
   graph/binding/direct_form_test
+  graph/binding/memcpy_binding_test
   graph/binding/reference_scan_test
   graph/binding/variant_cache_test
   graph/body/constant_moves_test

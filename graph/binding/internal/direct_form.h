@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -72,11 +73,16 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   int64_t rewrite_calls() const { return variants_.rewrite_calls(); }
   // Calls whose rewrite CUDA refused.
   int64_t refused_rewrites() const { return refused_rewrites_; }
+  // Executables instantiated to replace the first one instead of rewriting
+  // its memcpy and memset nodes (Note [Memcpy nodes keep their memory's
+  // owner], direct_form.cc) since the last call; counted once.
+  int64_t TakeReinstantiations() { return std::exchange(reinstantiations_, 0); }
 
   // The first executable, bound to the static buffers.
   Status InstantiateFirst();
-  // That executable, until the probe binds it to its snapshots: with the
-  // staged graph's heads and tails around it, the capture's first launch.
+  // That executable, until the probe binds it to its snapshots (or, with
+  // memcpy or memset nodes, replaces it): with the staged graph's heads and
+  // tails around it, the capture's first launch.
   const GraphExec& first_exec() { return variants_.at(0).exec; }
   // The executable to launch for these caller buffers; null (not an error)
   // when the tensors overlap, are not aligned like the static buffers, or
@@ -120,6 +126,10 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // to none, the static buffers').
   template <class Site>
   Status WriteBound(Site& site);
+  // Whether `to` moves a memcpy or memset endpoint from where `bound` has it.
+  bool MovesAnEndpoint(const Addresses& bound, const Addresses& to) const;
+  // Replaces v's executable with one instantiated with `to` written in.
+  Status Reinstantiate(Cache::Variant& v, const Addresses& to);
 
   // Where the caller's addresses go: the scan's kernel parameter words and
   // copy endpoints, and which tensors it found named at all.
@@ -140,6 +150,10 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // Address sets whose rewrite CUDA refused: the staged graph answers them.
   MissRing refused_;
   int64_t refused_rewrites_ = 0;
+  // InstantiateFirst's executable while its memcpy and memset nodes still
+  // name the static buffers; null once replaced, or with no such nodes.
+  cudaGraphExec_t on_statics_ = nullptr;
+  int64_t reinstantiations_ = 0;
   double clone_us_ = 0;
 };
 

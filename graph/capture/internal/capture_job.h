@@ -87,6 +87,9 @@ struct PieceJob {
   int64_t checks_before = 0;  // DeviceChecks::graph_checks() before the body
   ConditionalBodies bodies;   // of the conditional nodes Call::If and While made
   bool body_capture_broken = false;  // ConditionalCapture::body_capture_broken
+  // The graph holds memory allocation or free nodes (the scan saw them):
+  // CUDA lets it have one executable at a time.
+  bool memory_nodes = false;
   // What building the direct form needs, when it was chosen: built before
   // the first launch, or (after a recapture adopted a staged executable)
   // while the staged graph's first launch runs.
