@@ -9,13 +9,36 @@ ready. Ways taking turns in one run, the order rotating round by round
 as vLLM makes them (buckets 1, 2, 4, ..., --max-batch); torch.compile
 mode="reduce-overhead" with static shapes (padded to those buckets) and
 with the batch dim marked dynamic; encore with the buckets listed and
-precaptured, with learned buckets, and with capture=background.
+precaptured, with learned buckets, and with capture=background, around
+the eager model; and encore with the buckets listed and precaptured
+around torch.compile(mode="default", dynamic=False) (encore_compiled: a
+serving engine's graphs around the compiled model, as vLLM makes them:
+the compiled function run once at every bucket, which compiles it there,
+then precapture of every bucket; its start-up is both. Precapture warms
+up at the largest bucket only, and a compile must not happen inside a
+capture).
+
+compile_static and encore_compiled both pad a request to the smallest
+bucket >= b and keep one graph per bucket (compile_static is fed the
+padded rows by hand: fed raw, every distinct batch size would compile
+anew), so they replay the same padded rows (padded_share, reported for
+each way); compile_dynamic is the way with a graph per distinct size.
+What differs per request: compile_static's two kernels (copy, zero) before
+its graph, dynamo's guards, AOTAutograd's wrapper and the cudagraph trees'
+checks, and a clone of b rows after; encore_compiled's copy and zeroing
+inside its graph, a copy of the compiled function's B result rows into
+encore's output inside the graph and b rows out of it, and no Python of
+the compiled function on a request (it runs only at warmups and
+captures). serving_ways.py says how each way is built.
 
 Per way and round, from a fresh start (the allocator's cache emptied; for
-a compiled way dynamo and PyTorch's cudagraph trees reset; the inductor
-and Triton caches are new for the process unless --warm-cache, so round 1
-compiles cold and later rounds warm): the time from the model being ready to the first response
-(start-up included: captures, precapture, compiles); request latency
+a way that compiles dynamo and PyTorch's cudagraph trees reset, inductor's
+in-memory caches cleared, and, unless --warm-cache, inductor's and
+Triton's caches on disk its own: new in its first round, which compiles
+cold, kept for its later rounds, which compile warm; never another way's,
+so no way's compile time depends on which compiled before it): the time
+from the model being ready to the first response (start-up included:
+captures, precapture, compiles); request latency
 (sent to response ready on the host side of a sync) p50 and p99 over the
 first --first requests and over all; requests/s over all and over the
 requests after the first --first (steady state), both over the requests'
@@ -34,14 +57,20 @@ bucket, or fused ones, may sum in another order, which moves a row by
 about what bf16 rounding does, about 1% against float32 on a small model
 on the CPU; a wrong, stale or zero row is off by about 100%), fails the run
 (exit 1), as do a way that could not run (its error is reported; the
-others run), an encore method that did not do what its flags say, and a
-compiled way that compiled a different number of graphs in some round.
+others run), an encore method that did not do what its flags say
+(encore_compiled: every request replayed, none eager), a compiled way
+that compiled a different number of graphs in some round, and
+encore_compiled compiling other than one graph per bucket (a compile at a
+capture or during the traffic).
 The largest row error of each way is printed with its check.
 
 Targets, printed as PASS or MISS, which do not change the exit status:
 with capture=background the first response within 5 ms of eager's and
 p99 over the first --first requests at most 1.2x eager's; each encore
-way's steady-state requests/s at least 0.98x the hand graphs'; device
+way around the eager model at a steady-state requests/s of at least 0.98x
+the hand graphs'; encore_compiled at a steady-state requests/s of at
+least 0.98x compile_static's, and its start-up (compile + precapture of
+every bucket) below compile_static's first response; device
 memory per extra bucket at most the hand graphs' + 10%; no batch size
 slower than eager (its median latency after the first --first requests,
 pooled over the rounds, over 1.05x eager's: the allowance for noise);
@@ -69,7 +98,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "pytho
 
 from bench_common import MIN_ROUNDS, Results  # noqa: E402
 from serving_report import record, report  # noqa: E402
-from serving_ways import WAYS, make  # noqa: E402
+from serving_ways import COMPILING, WAYS, make  # noqa: E402
 
 MiB = 2.0 ** 20
 
@@ -87,7 +116,8 @@ def parse_args(argv=None):
     ap.add_argument("--warmups", type=int, default=2, help="eager runs before a capture (hand: per bucket)")
     ap.add_argument("--tolerance", type=float, default=0.05, help="largest relative error of a response row")
     ap.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
-    ap.add_argument("--warm-cache", action="store_true", help="keep the inductor and Triton caches already set")
+    ap.add_argument("--warm-cache", action="store_true",
+                    help="keep the inductor and Triton caches already set, shared by the compiled ways")
     ap.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "python_serving_bench.json"))
     a = ap.parse_args(argv)
     a.ways = [w for w in a.ways.split(",") if w]
@@ -103,11 +133,30 @@ def parse_args(argv=None):
 
 def fresh_caches():
     """Inductor's and Triton's caches in a new directory, set before torch is
-    imported, so compile times do not depend on earlier runs."""
+    imported, so compile times do not depend on earlier runs; each way that
+    compiles gets its own below it (own_caches)."""
     root = tempfile.mkdtemp(prefix="encore_serving_bench_")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, "inductor")
     os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
     return root
+
+
+def own_caches(torch, root, way):
+    """Before a run of a way that compiles: inductor's in-memory caches
+    (compiled Triton kernels, generated modules, FX graphs) cleared, and,
+    with `root`, inductor's and Triton's caches on disk set to the way's own
+    folders, as torch._inductor.utils.fresh_cache() does it (the compile
+    workers get both variables with each task). The way's first round
+    compiles cold, its later rounds warm from its own cache, and nothing
+    another way compiled (the same kernels, under another mode) is found."""
+    if root is not None:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(root, way, "inductor")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(root, way, "triton")
+    try:
+        from torch._inductor.utils import clear_caches
+    except ImportError:  # older PyTorch
+        from torch._inductor.utils import clear_inductor_caches as clear_caches
+    clear_caches()
 
 
 def pct(values, p):
@@ -117,8 +166,9 @@ def pct(values, p):
 
 
 class Bench:
-    def __init__(self, a, torch, encore, serving, device="cuda"):
+    def __init__(self, a, torch, encore, serving, device="cuda", cache_root=None):
         self.a, self.torch, self.serving = a, torch, serving
+        self.cache_root = cache_root  # where each compiling way's own caches go (None: --warm-cache, shared)
         model = serving.make_encoder(a.layers, a.hidden, device=device)
         self.ctx = types.SimpleNamespace(torch=torch, encore=encore, model=model, fn=serving.encode_fn(model),
                                          buckets=a.buckets, seq=serving.SEQ, warmups=a.warmups, device=device)
@@ -168,6 +218,8 @@ class Bench:
     def run_way(self, way):
         """One run of `way`: start-up, the trace, what it holds at the end."""
         torch = self.torch
+        if way in COMPILING:
+            own_caches(torch, self.cache_root, way)
         before = self.memory()
         w0 = time.perf_counter()
         with torch.no_grad():  # parameters require grad: encore would run every call eagerly (autograd)
@@ -245,8 +297,11 @@ def summarize(run, first):
 def main(argv=None):
     a = parse_args(argv)
     print("command: python3 " + " ".join(shlex.quote(x) for x in sys.argv), flush=True)
+    root = None
     if not a.warm_cache:
-        print(f"inductor and Triton caches: {fresh_caches()} (new)", flush=True)
+        root = fresh_caches()
+        print(f"inductor and Triton caches: {root} (new; a folder of its own for each way that compiles)",
+              flush=True)
     import torch
 
     import encore
@@ -258,7 +313,7 @@ def main(argv=None):
             setattr(torch._dynamo.config, knob, 256)
     device, software = device_of(torch)
     res = Results("python_serving_bench", a.rounds, device, software)
-    b = Bench(a, torch, encore, serving)
+    b = Bench(a, torch, encore, serving, cache_root=root)
     for way in ("hand", "encore_listed"):
         if way in a.ways:
             b.probe(way)

@@ -16,7 +16,8 @@ METRICS = (("first_response_ms", "ms"), ("startup_ms", "ms"), ("p50_first_ms", "
            ("reserved_mib", "MiB"), ("alloc_mib", "MiB"), ("device_mib_per_extra_bucket", "MiB"),
            ("reserved_mib_per_extra_bucket", "MiB"), ("graph_memory_mib", "MiB"), ("padded_share", "share"),
            ("worst_row_error", "relative"))
-PRECAPTURED = ("hand", "compile_static", "encore_listed")  # the ways that capture every bucket at start-up
+PRECAPTURED = ("hand", "compile_static", "encore_listed", "encore_compiled")  # every bucket captured at start-up
+AROUND_EAGER = ("encore_listed", "encore_learned", "encore_background")  # encore around the eager model: vs hand
 NOISE = 1.05  # a batch size counts as slower than eager when its median latency is over this ratio
 
 
@@ -39,7 +40,8 @@ def encore_check(b, res, w, r, rep):
     """That an encore way's method replayed over the trace by the path it
     is named for (bench_common.graphs_not_run), and did what its flags say."""
     n = len(b.a.buckets)
-    need = {"encore_listed": {"precaptures": n}, "encore_background": {"background_captures": 1}}.get(w, {})
+    need = {"encore_listed": {"precaptures": n}, "encore_background": {"background_captures": 1},
+            "encore_compiled": {"precaptures": n}}.get(w, {})
     res.graphs(w, rep, None, f"round {r + 1}", "replayed" + "".join(f", {k} >= {v}" for k, v in need.items()),
                need=need)
     rep = rep or {}
@@ -48,6 +50,9 @@ def encore_check(b, res, w, r, rep):
         ok = (rep.get("precaptures") == n and set(reasons) <= {"padding"}
               and rep.get("replays", 0) + reasons.get("padding", 0) == b.a.requests)
         what = f"all {n} buckets precaptured; every request replayed (or ran eagerly for reason padding)"
+    elif w == "encore_compiled":  # max_padding=2: an eager call would compile the function at a new size
+        ok = rep.get("precaptures") == n and not reasons and rep.get("replays", 0) == b.a.requests
+        what = f"all {n} buckets precaptured; every request replayed (none eager)"
     elif w == "encore_learned":
         ok = 0 < len(rep.get("buckets", [])) <= n
         what = f"learned 1..{n} buckets"
@@ -75,6 +80,10 @@ def checks(b, res, runs):
         if graphs:  # whatever ran before it, encore ways included, a compiled way compiles as often
             res.check(f"{w}: dynamo compiled as many graphs in every round", len(set(graphs)) == 1,
                       f"unique_graphs per round: {graphs}")
+        graphs = [x.get("dynamo", {}).get("unique_graphs") for x in xs if w == "encore_compiled"]
+        if graphs:  # one per bucket, in precapture's warmups: none at a capture, none during the traffic
+            res.check(f"{w}: dynamo compiled one graph per bucket ({len(a.buckets)}) in every round",
+                      all(g == len(a.buckets) for g in graphs), f"unique_graphs per round: {graphs}")
 
 
 def record(b, res, runs):
@@ -95,8 +104,14 @@ def record(b, res, runs):
             elif all(v > 0 for v in d):
                 res.metric(name, ratios(n, d), unit)
 
-    for w in ENCORE:
+    for w in AROUND_EAGER:
         per_round(f"{w}_vs_hand.rps_steady", w, "hand", "rps_steady")
+    per_round("encore_compiled_vs_compile_static.rps_steady", "encore_compiled", "compile_static", "rps_steady")
+    per_round("encore_compiled_vs_encore_listed.rps_steady", "encore_compiled", "encore_listed", "rps_steady")
+    if "encore_compiled" in full and "compile_static" in full:  # its start-up against the other's first response
+        res.metric("encore_compiled_vs_compile_static.startup_vs_first_response",
+                   ratios([x["startup_ms"] for x in runs["encore_compiled"]],
+                          [x["first_response_ms"] for x in runs["compile_static"]]), "x")
     per_round("encore_listed_vs_hand.startup_ms", "encore_listed", "hand", "startup_ms")
     per_round("encore_listed_vs_hand.device_mib_per_extra_bucket", "encore_listed", "hand",
               "device_mib_per_extra_bucket")
@@ -186,9 +201,15 @@ def targets(b, res, runs):
            "encore_background: first response within 5 ms of eager's in every round (ms later)")
     target("encore_background_vs_eager.p99_first_ms", lambda s: s["max"] <= 1.2,
            f"encore_background: p99 over the first {b.a.first} requests <= 1.2x eager's in every round")
-    for w in ENCORE:
+    for w in AROUND_EAGER:
         target(f"{w}_vs_hand.rps_steady", lambda s: s["min"] >= 0.98,
                f"{w}: steady-state requests/s >= 0.98x the hand-written bucket graphs' in every round")
+    target("encore_compiled_vs_compile_static.rps_steady", lambda s: s["min"] >= 0.98,
+           "encore_compiled: steady-state requests/s >= 0.98x compile_static's in every round (both padded "
+           "to the same buckets)")
+    target("encore_compiled_vs_compile_static.startup_vs_first_response", lambda s: s["max"] < 1.0,
+           "encore_compiled: start-up (compile + precapture of every bucket) < compile_static's first response "
+           "in every round (x its first response)")
     if "encore_listed" in runs and "hand" in runs:
         memory_target(b, res, runs)
     for w in (w for w in ENCORE if w in runs):

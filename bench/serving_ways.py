@@ -30,6 +30,35 @@ benchmark (tools/gpu_suite.sh runs only bench/*_bench.py).
                      a call whose bucket has no graph yet runs eagerly while
                      the graph is made on a worker; Manager.synchronize_captures()
                      once, after the last request
+  encore_compiled    encore_listed around torch.compile(ctx.fn, mode="default",
+                     dynamic=False), as a serving engine puts its graphs around
+                     the compiled model (vLLM): inductor's fused kernels, one
+                     compile per bucket. The compiled function is run once at
+                     every bucket first, largest first, as vLLM compiles and
+                     warms each capture size before capturing it: precapture
+                     runs its warmups at the largest bucket only, and the
+                     first run of a compiled function at a new size compiles
+                     (and autotunes its Triton kernels, with host syncs), which
+                     must not happen inside a capture. Then precapture of
+                     every bucket (start-up: both). The requests replay
+                     encore's graphs, so dynamo's guards and the compiled
+                     wrapper never run on a request. max_padding=2: with
+                     buckets that double no call is sent eagerly for its
+                     padding (an eager call of the compiled function at a
+                     batch size it has not seen would compile anew,
+                     dynamic=False, in the middle of the traffic)
+
+compile_static and encore_compiled pad alike: both replay the graph of
+the smallest bucket >= b (one graph per bucket, not per distinct size;
+compile_dynamic is the way with a graph per size), so their padded rows
+are the same. Their per-request work differs: compile_static copies the b
+rows into its bucket's input and zeroes the rest outside the graph (two
+kernels), runs the compiled function (dynamo's guards, AOTAutograd's
+wrapper, the cudagraph trees' checks, then the replay) and clones b rows
+of the graph's output; encore_compiled does the copy and the zeroing
+inside its graph and copies the compiled function's result (B rows) into
+its own output there, then b rows out into the response, with no Python
+of the compiled function on a request.
 
 Compiled ways reply with a clone() of the output (the next replay of
 PyTorch's graphs overwrites it) after torch.compiler.cudagraph_mark_step_begin().
@@ -38,9 +67,10 @@ PyTorch's graphs overwrites it) after torch.compiler.cudagraph_mark_step_begin()
 import time
 
 WAYS = ("eager", "hand", "compile_static", "compile_dynamic", "encore_listed", "encore_learned",
-        "encore_background")
-COMPILED = ("compile_static", "compile_dynamic")
-ENCORE = ("encore_listed", "encore_learned", "encore_background")
+        "encore_background", "encore_compiled")
+COMPILED = ("compile_static", "compile_dynamic")  # torch.compile's own graphs (reduce-overhead)
+COMPILING = COMPILED + ("encore_compiled",)       # the ways that run torch.compile: own caches, dynamo's counts
+ENCORE = ("encore_listed", "encore_learned", "encore_background", "encore_compiled")
 
 
 def bucket_for(buckets, b):
@@ -202,13 +232,15 @@ class Compiled(Way):
 
 class Encore(Way):
     """An encore method under on_new_shape=pad: `mode` listed (buckets
-    listed, precaptured), learned (max_graphs = as many buckets) or
-    background (buckets listed, capture=background)."""
+    listed, precaptured), learned (max_graphs = as many buckets),
+    background (buckets listed, capture=background) or compiled (listed,
+    around torch.compile(mode="default", dynamic=False), max_padding=2)."""
 
     def __init__(self, ctx, mode):
         super().__init__(ctx)
         torch = ctx.torch
         self.mode = mode
+        fn = ctx.fn
         flags = f"on_new_shape=pad,warmup={ctx.warmups}"
         if mode == "learned":
             flags += f",max_graphs={len(ctx.buckets)}"
@@ -216,11 +248,29 @@ class Encore(Way):
             flags += ",buckets=" + "|".join(str(x) for x in ctx.buckets)
         if mode == "background":
             flags += ",capture=background"
+        if mode == "compiled":
+            dynamo_reset(torch)
+            fn = torch.compile(ctx.fn, mode="default", dynamic=False)
+            flags += ",max_padding=2"
+        self.compiled = fn if mode == "compiled" else None
         self.flags = flags
         self.manager = ctx.encore.Manager(flags="")
-        self.method = self.manager.method(ctx.fn, name="encode", constants=ctx.model, flags=flags)
-        if mode == "listed":
-            self.method.precapture(torch.zeros(ctx.buckets[-1], ctx.seq, dtype=torch.long, device=ctx.device))
+        self.method = self.manager.method(fn, name="encode", constants=ctx.model, flags=flags)
+        if mode not in ("listed", "compiled"):
+            return
+        example = torch.zeros(ctx.buckets[-1], ctx.seq, dtype=torch.long, device=ctx.device)
+        if mode == "compiled":
+            # Each bucket compiled (and its Triton kernels autotuned) by a
+            # first run here, outside any capture: precapture warms up at the
+            # largest bucket only, so a smaller bucket's first run would be
+            # its capture. After the method is made, so that nothing of it
+            # changes what dynamo guards on between these runs and the captures.
+            for rows in reversed(ctx.buckets):
+                t0 = time.perf_counter()
+                fn(example[:rows])
+                torch.cuda.current_stream().synchronize()
+                self.bucket_ms.append((time.perf_counter() - t0) * 1e3)
+        self.method.precapture(example)
 
     def __call__(self, x):
         return self.method(x)
@@ -232,13 +282,19 @@ class Encore(Way):
     def stats(self):
         r = self.method.report()
         per = [r["capture_us"] / r["captures"] / 1e3] if r.get("captures") else []
-        return {"real_rows": r.get("real_rows", 0), "padded_rows": r.get("padded_rows", 0), "capture_ms": per,
-                "bucket_ms": [], "report": r, "flags": self.flags}
+        out = {"real_rows": r.get("real_rows", 0), "padded_rows": r.get("padded_rows", 0), "capture_ms": per,
+               "bucket_ms": self.bucket_ms, "report": r, "flags": self.flags}
+        if self.mode == "compiled":
+            out["dynamo"] = dynamo_counts()
+        return out
 
     def close(self):
         if getattr(self, "method", None) is not None:
             self.method.release()
         self.method = self.manager = None
+        if self.mode == "compiled":
+            self.compiled = None
+            dynamo_reset(self.ctx.torch)
 
 
 def make(way, ctx):

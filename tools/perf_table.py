@@ -50,9 +50,10 @@ _COMPILE5 = (("compiled", "compiled"), ("reduce-overhead", "reduce_overhead"), (
 _LOOP6 = (("eager", "eager"), ("lean hand graph", "hand_lean"), ("copy-heavy hand graph", "hand_copy"),
           ("encore, a call per token", "encore_step"), ("encore.while_loop 16", "encore_loop16"),
           ("encore.while_loop 64", "encore_loop64"))
-_SERVE7 = (("eager", "eager"), ("hand bucket graphs", "hand"), ("reduce-overhead, static", "compile_static"),
+_SERVE8 = (("eager", "eager"), ("hand bucket graphs", "hand"), ("reduce-overhead, static", "compile_static"),
            ("reduce-overhead, dynamic", "compile_dynamic"), ("encore, listed + precapture", "encore_listed"),
-           ("encore, learned", "encore_learned"), ("encore, background", "encore_background"))
+           ("encore, learned", "encore_learned"), ("encore, background", "encore_background"),
+           ("encore around torch.compile, listed + precapture", "encore_compiled"))
 _SERVE_CMD = "python3 bench/python_serving_bench.py"
 _RL3 = (("hand graph, copy_", "hand_copy"), ("encore, rebind", "encore_rebind"),
         ("encore, recapture", "encore_recapture"))
@@ -126,15 +127,15 @@ ROWS = [
     ("transformers' LlamaModel as an encoder (4 layers × 1024, bf16, [b, 64] tokens), 2,000 requests of "
      "Zipf-distributed batch sizes 1–128 back to back, unless the command says otherwise: requests/s after the "
      "first 200", "python_serving_bench",
-     [(n, f"{w}.rps_steady", ".0f") for n, w in _SERVE7], _SERVE_CMD),
+     [(n, f"{w}.rps_steady", ".0f") for n, w in _SERVE8], _SERVE_CMD),
     ("The same, p99 latency over the first 200 requests (ms)", "python_serving_bench",
-     [(n, f"{w}.p99_first_ms", ".2f") for n, w in _SERVE7], _SERVE_CMD),
+     [(n, f"{w}.p99_first_ms", ".2f") for n, w in _SERVE8], _SERVE_CMD),
     ("The same, p99 latency over all requests (ms)", "python_serving_bench",
-     [(n, f"{w}.p99_all_ms", ".2f") for n, w in _SERVE7], _SERVE_CMD),
+     [(n, f"{w}.p99_all_ms", ".2f") for n, w in _SERVE8], _SERVE_CMD),
     ("The same, the first response (ms, start-up included: captures, precapture, compiling)",
-     "python_serving_bench", [(n, f"{w}.first_response_ms", ".1f") for n, w in _SERVE7], _SERVE_CMD),
+     "python_serving_bench", [(n, f"{w}.first_response_ms", ".1f") for n, w in _SERVE8], _SERVE_CMD),
     ("The same, device memory held at the end (MiB), and per bucket beyond the largest", "python_serving_bench",
-     [(n, f"{w}.device_mib", ".0f") for n, w in _SERVE7] +
+     [(n, f"{w}.device_mib", ".0f") for n, w in _SERVE8] +
      [("hand per extra bucket", "hand.device_mib_per_extra_bucket", ".1f"),
       ("encore per extra bucket", "encore_listed.device_mib_per_extra_bucket", ".1f")], _SERVE_CMD),
     ("The same, encore per round against the hand bucket graphs; ×", "python_serving_bench",
@@ -143,6 +144,11 @@ ROWS = [
       ("req/s background ×hand", "encore_background_vs_hand.rps_steady", ".3f"),
       ("precapture ×hand start-up", "encore_listed_vs_hand.startup_ms", ".3f"),
       ("memory per extra bucket ×hand", "encore_listed_vs_hand.device_mib_per_extra_bucket", ".3f")], _SERVE_CMD),
+    ("The same, encore around torch.compile(mode=\"default\") per round against reduce-overhead, static (both "
+     "padded to the same buckets) and against encore around the eager model; ×", "python_serving_bench",
+     [("req/s ×reduce-overhead", "encore_compiled_vs_compile_static.rps_steady", ".3f"),
+      ("start-up ×its first response", "encore_compiled_vs_compile_static.startup_vs_first_response", ".3f"),
+      ("req/s ×encore listed", "encore_compiled_vs_encore_listed.rps_steady", ".3f")], _SERVE_CMD),
     ("Rollouts between weight syncs: LlamaForCausalLM (8 layers × 1024, bf16, StaticCache), 64 tokens after each "
      "of 20 syncs (new tensors each sync): from the sync to the first token a graph served (ms)", "python_rl_bench",
      [(n, f"{w}.sync_to_first_replay_ms", ".2f") for n, w in _RL3], _RL_CMD),
