@@ -156,7 +156,7 @@ bool DirectForm::Accepts(Args inputs, Args outputs, uint64_t key) {
   // alignment may need it (vector loads): staging answers those calls, and
   // those whose buffers CUDA refused to bind before.
   return !TensorsOverlap(inputs, outputs) && AlignedLikeStatic(inputs, outputs) &&
-         !(refused_rewrites_ > 0 && refused_.Holds(key));
+         !(refused_.calls > 0 && refused_.sets.Holds(key));
 }
 
 StatusOr<GraphExec> DirectForm::Instantiate(const Addresses& to) {
@@ -197,8 +197,8 @@ Status DirectForm::Rewrite(Cache::Variant& v, const Addresses& to, uint64_t key)
   if (!s.ok()) {
     // CUDA will refuse these buffers again: asking it on every call would
     // cost a failed rewrite (and, for a recurring set, an executable).
-    ++refused_rewrites_;
-    (void)refused_.Recurs(key);
+    ++refused_.calls;
+    (void)refused_.sets.Recurs(key);
   }
   return s;
 }
@@ -209,11 +209,9 @@ StatusOr<const GraphExec*> DirectForm::Bind(Args inputs, Args outputs, int64_t* 
 }
 
 StatusOr<const GraphExec*> DirectForm::BindForProbe(Args inputs, Args outputs) {
-  const int64_t refused = refused_rewrites_;
-  const MissRing refused_sets = refused_;
+  const Refused refused = refused_;
   StatusOr<Cache::Variant*> v = variants_.Bind(inputs, outputs, *this, nullptr, /*counted=*/false);
-  refused_rewrites_ = refused;
-  refused_ = refused_sets;
+  refused_ = refused;
   if (!v.ok()) return v.status();
   return *v != nullptr ? &(*v)->exec : nullptr;
 }

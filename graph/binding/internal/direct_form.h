@@ -72,7 +72,7 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   int64_t binds() const { return variants_.binds(); }
   int64_t rewrite_calls() const { return variants_.rewrite_calls(); }
   // Calls whose rewrite CUDA refused.
-  int64_t refused_rewrites() const { return refused_rewrites_; }
+  int64_t refused_rewrites() const { return refused_.calls; }
   // Executables instantiated to replace the first one instead of rewriting
   // its memcpy and memset nodes (Note [Memcpy nodes keep their memory's
   // owner], direct_form.cc) since the last call; counted once.
@@ -147,9 +147,13 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   bool bumps_sequence_ = false;
   bool has_memory_nodes_ = false;
   Cache variants_;
-  // Address sets whose rewrite CUDA refused: the staged graph answers them.
-  MissRing refused_;
-  int64_t refused_rewrites_ = 0;
+  // Address sets whose rewrite CUDA refused (the staged graph answers
+  // them), and how many calls were refused.
+  struct Refused {
+    MissRing sets;
+    int64_t calls = 0;
+  };
+  Refused refused_;
   // InstantiateFirst's executable while its memcpy and memset nodes still
   // name the static buffers; null once replaced, or with no such nodes.
   cudaGraphExec_t on_statics_ = nullptr;
