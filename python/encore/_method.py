@@ -20,6 +20,7 @@ from ._constants import ConstantList
 from ._errors import Error, InvalidArgumentError, StatusCode, UnsupportedTensorError
 from ._flags import resolve, split_method_text
 from ._log import logger
+from ._pool import drain_ended_pools
 from ._retire import flush, retire
 from ._torch import current_device_and_stream, require_gpu, torch_module
 from ._tree import TENSOR, describe_difference, flatten, leaf_paths, unflatten
@@ -133,6 +134,7 @@ class Method:
         return tensors, tuple(nodes), self._python_eager_reason(tensors)
 
     def _call(self, args, kwargs):
+        drain_ended_pools()  # Note [No MemPool ends while a pool is routed]
         tensors, nodes, reason = self._arguments(args, kwargs)
         if reason is not None:
             return self._run_eager(reason, args, kwargs)

@@ -50,6 +50,45 @@ from ._log import logger
 _allocator: dict = {}
 _allocator_lock = threading.Lock()
 
+# Note [No MemPool ends while a pool is routed]
+# A MemPool's end empties its cache, and PyTorch asserts there that no
+# capture is underway on any thread (captures_underway.empty(),
+# synchronize_and_free_events), throwing from a destructor: the process
+# aborts (seen on an H100 with torch 2.11, tools/probes). With capture=
+# background one method's pool can go (its last graph dropped, its method
+# released or collected) while the worker routes another method's capture,
+# so a pool that would end while any thread is inside `routed` is kept in
+# _ending, with the memory behind it, and ends at the next method call made
+# with none routed (drain_ended_pools).
+_routing_lock = threading.Lock()
+_routing = [0]      # threads inside MethodPool.routed
+_ending: list = []  # (mempool, memory) whose end waits for _routing to be 0
+
+
+def _end(mempool, memory) -> None:
+    with _routing_lock:
+        if _routing[0] > 0:
+            _ending.append((mempool, memory))
+            return
+    del mempool  # first: its end frees the segments no tensor holds
+    del memory   # then the memory, which maps back what PyTorch still keeps
+
+
+def drain_ended_pools() -> None:
+    """Ends the pools kept while a capture was routed, once none is: at the
+    start of a method's call, outside any capture of encore's."""
+    if not _ending:
+        return
+    with _routing_lock:
+        if _routing[0] > 0:
+            return
+        ended = _ending[:]
+        _ending.clear()
+    while ended:
+        mempool, memory = ended.pop()
+        del mempool  # in _end's order
+        del memory
+
 
 def _why_not_encore_memory() -> str | None:
     """Why a method's pool cannot be encore's memory here, or None."""
@@ -112,10 +151,10 @@ class MethodPool:
             self.mempool = torch.cuda.MemPool()
 
     def __del__(self):
-        # The MemPool first: its end frees the segments no tensor holds;
-        # then the memory, which maps back what PyTorch still keeps.
-        self.mempool = None
-        self.memory = None
+        mempool, memory = getattr(self, "mempool", None), self.memory
+        self.mempool = self.memory = None
+        if mempool is not None:
+            _end(mempool, memory)
 
     @property
     def id(self):
@@ -130,6 +169,8 @@ class MethodPool:
         begins, so every begin has its release."""
         c = self.torch._C
         memory = self.memory
+        with _routing_lock:
+            _routing[0] += 1
         if memory is not None:
             memory.route()
         try:
@@ -143,6 +184,8 @@ class MethodPool:
         finally:
             if memory is not None:
                 memory.unroute()
+            with _routing_lock:
+                _routing[0] -= 1
 
 
 class PoolLease:

@@ -227,3 +227,30 @@ def test_a_sleep_waits_for_captures_then_the_side_streams_then_gives_the_memory_
     finally:
         mgr._cxx = real
     assert events == ["captures", "streams", "sleep"]
+
+
+def test_a_pool_that_ends_while_another_is_routed_ends_at_the_next_call_with_none_routed():
+    # Note [No MemPool ends while a pool is routed]: PyTorch asserts, in a
+    # MemPool's end, that no capture is underway on any thread.
+    torch, a = fake_torch()
+    ended = []
+
+    class AssertingMemPool(torch.cuda.MemPool):
+        def __del__(self):
+            assert _pool._routing[0] == 0, "captures_underway.empty() INTERNAL ASSERT FAILED"
+            ended.append(self.id)
+            super().__del__()
+
+    torch.cuda.MemPool = AssertingMemPool
+    other = _pool.MethodPool(torch, 0)  # another method's, routed by the worker meanwhile
+    going = _pool.MethodPool(torch, 0)
+    going_id = going.id
+    with other.routed(lambda lease: None):
+        del going  # its method released or collected while the other captures
+        gc.collect()
+        assert ended == [] and _pool._ending
+        _pool.drain_ended_pools()  # a call made while still routed ends nothing
+        assert ended == []
+    _pool.drain_ended_pools()  # the next call with none routed
+    gc.collect()
+    assert ended == [going_id] and not _pool._ending
