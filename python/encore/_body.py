@@ -175,7 +175,8 @@ class Body:
         """encore's body: None, or (StatusCode, message, refusal)."""
         kind = call.kind
         state = self._m._cm.state
-        if kind == CAPTURE and (state is None or state.thread != threading.get_ident()):
+        background = kind == CAPTURE and (state is None or state.thread != threading.get_ident())
+        if background:
             # A capture=background capture, on the manager's worker thread:
             # the call that queued it has returned; its snapshot says what
             # it was called with.
@@ -190,7 +191,7 @@ class Body:
             # worker records after the call returned: what it needs, now.
             self._m._remember(call.index, snapshot(state, self._m._torch))
         try:
-            self._run(call, state, kind)
+            self._run(call, state, kind, background)
             return None
         except _Refusal as e:
             return (StatusCode.FAILED_PRECONDITION, str(e), True)
@@ -198,18 +199,18 @@ class Body:
             state.exc = e
             return exception_status(e, kind == CAPTURE)
 
-    def _run(self, call, state, kind):
+    def _run(self, call, state, kind, background=False):
         if kind != CAPTURE:
             return self._run_body(call, state, kind)
         with _no_gc():
-            return self._run_body(call, state, kind)
+            return self._run_body(call, state, kind, background)
 
-    def _run_body(self, call, state, kind):
+    def _run_body(self, call, state, kind, background=False):
         torch = self._m._torch
         views = self._input_views(call, state)
         args, kwargs = unflatten((("tuple", 2),) + state.nodes, views, self._leaves(state))
         before = [v._version for v in views]
-        with self._on_stream(call, kind) as outer:
+        with self._on_stream(call, kind, background) as outer:
             _context.push(call)
             try:
                 result = self._fn(*args, **kwargs)
@@ -247,11 +248,12 @@ class Body:
         return views
 
     @contextlib.contextmanager
-    def _on_stream(self, call, kind):
-        """Runs the body on the call's stream (eager) or on this thread's
-        side stream joined to it; yields the call's stream. Nothing of it is
-        kept on the Body: a background capture runs on the worker thread
-        while calls run on theirs."""
+    def _on_stream(self, call, kind, background=False):
+        """Runs the body on the call's stream (eager, and a background
+        capture, whose stream is the method's own on the worker) or on this
+        thread's side stream joined to it; yields the call's stream. Nothing
+        of it is kept on the Body: a background capture runs on the worker
+        thread while calls run on theirs."""
         torch = self._m._torch
         device = call.device
         current = torch._C._cuda_getCurrentRawStream(device)
@@ -259,6 +261,15 @@ class Body:
                  else torch.cuda.ExternalStream(call.stream, device=device))
         if kind == EAGER:
             with torch.cuda.stream(outer):
+                yield outer
+            return
+        if background:
+            # No side stream from PyTorch's pool: its streams are handed out
+            # in turn to every thread, so one could be a stream the
+            # application launches on from another thread while the worker
+            # captures it, which breaks the capture. The worker's stream is
+            # encore's, used by nothing else.
+            with torch.cuda.stream(outer), self._routed_to_pool(call, device):
                 yield outer
             return
         # A stream per thread: a background capture records on the
