@@ -131,20 +131,22 @@ Status DirectForm::AddCompletion(const StagedNodes& nodes, const std::vector<cud
 Status DirectForm::InstantiateFirst() {
   ENCORE_ASSIGN_OR_RETURN(GraphExec exec, GraphExec::Instantiate(graph_));
   // Note [Memcpy nodes keep their memory's owner]
-  // CUDA rewrites a memcpy or memset node of an executable
-  // (cudaGraphExecMemcpyNodeSetParams, cudaGraphExecMemsetNodeSetParams)
-  // only to memory "allocated from the same contexts as the original":
-  // otherwise cudaErrorInvalidValue, "the memory operands' mappings
-  // changed". This executable's endpoints are the static buffers, in the
-  // graph arena's slabs, which are memory mapped into a reserved range
-  // (cuMemCreate, cuMemMap: SlabMemory) and owned by no context; the
-  // probe's snapshots always, and a caller's tensors mostly, come from
-  // cudaMalloc, the device's primary context's. So no endpoint of it is
-  // rewritten to them (an H100 with driver 580 refused every one): the
-  // first rewrite that moves one instantiates the graph again with the new
-  // addresses written into its nodes (a graph's own nodes take any memory)
-  // and that executable replaces this one. Executables instantiated so
-  // are rewritten between memory of one kind, as CUDA allows.
+  // CUDA documents that it rewrites a memcpy or memset node of an
+  // executable (cudaGraphExecMemcpyNodeSetParams,
+  // cudaGraphExecMemsetNodeSetParams) only to memory "allocated from the
+  // same contexts as the original". This executable's endpoints are the
+  // static buffers, in the graph arena's slabs (memory mapped into a
+  // reserved range: SlabMemory); on an H100 with driver 580 every rewrite
+  // of them to the probe's snapshots or a caller's tensors answered
+  // cudaErrorInvalidValue once the slabs became mapped memory, and those
+  // bindings fell back to staging. Yet a memcpy node of a graph captured
+  // on its own from mapped memory was rewritten to cudaMalloc'd memory
+  // without complaint on the same card, so what the driver objects to in
+  // this executable is not pinned down. So no endpoint of it is rewritten:
+  // the first rewrite that moves one instantiates the graph again with the
+  // new addresses written into its nodes (a graph's own nodes take any
+  // memory) and that executable replaces this one; executables made so
+  // were rewritten on that card (binding_gpu_test, cublas_binding_gpu_test).
   if (!rewrites_.endpoints.empty() && !has_memory_nodes_) on_statics_ = exec.get();
   variants_.Add(std::move(exec), static_);
   return OkStatus();

@@ -3,14 +3,14 @@
 // a CPU machine: the CUDA seam's table is swapped for a fake graph API that
 // keeps graphs, nodes and executables on the host and holds an executable's
 // memcpy and memset nodes to CUDA's rule for rewriting them in place
-// (cudaGraphExecMemcpyNodeSetParams, cudaGraphExecMemsetNodeSetParams): the
-// new memory must be owned as the memory the executable was instantiated
-// with (from the same context, mapped alike), else cudaErrorInvalidValue.
-// The graph arena's slabs are mapped memory (SlabMemory: cuMemCreate and
-// cuMemMap, owned by no context); callers' tensors and the probe's
-// snapshots come from cudaMalloc. Note [Memcpy nodes keep their memory's
-// owner] in direct_form.cc. tests/binding_gpu_test.cc checks the rule itself
-// on a device (TheDriverRefusesAMemcpyNodeMovedFromMappedMemoryToCudaMalloc).
+// (cudaGraphExecMemcpyNodeSetParams, cudaGraphExecMemsetNodeSetParams) as
+// CUDA documents it: the new memory must be owned as the memory the
+// executable was instantiated with, else cudaErrorInvalidValue. The graph
+// arena's slabs are mapped memory (SlabMemory); callers' tensors and the
+// probe's snapshots come from cudaMalloc. What the tests pin is encore's
+// side of Note [Memcpy nodes keep their memory's owner] (direct_form.cc):
+// the first executable is instantiated again, never rewritten; whether the
+// driver's refusal is exactly this rule the note leaves open.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -45,6 +45,7 @@ import contextlib
 import os
 import threading
 
+from . import _retire
 from ._log import logger
 
 _allocator: dict = {}
@@ -57,9 +58,13 @@ _allocator_lock = threading.Lock()
 # aborts (seen on an H100 with torch 2.11, tools/probes). With capture=
 # background one method's pool can go (its last graph dropped, its method
 # released or collected) while the worker routes another method's capture,
-# so a pool that would end while any thread is inside `routed` is kept in
-# _ending, with the memory behind it, and ends at the next method call made
-# with none routed (drain_ended_pools).
+# and a method can be collected inside the application's own capture on
+# this thread (torch.cuda.graph; python/tests/test_gpu_collected.py aborted
+# so). A pool that would end while any thread is inside `routed`, or while
+# this thread's stream captures, is kept in _ending, with the memory behind
+# it, and ends at the next method call made with neither
+# (drain_ended_pools). The application's capture on another thread cannot
+# be seen (as for _retire's owners).
 _routing_lock = threading.Lock()
 _routing = [0]      # threads inside MethodPool.routed
 _ending: list = []  # (mempool, memory) whose end waits for _routing to be 0
@@ -67,7 +72,7 @@ _ending: list = []  # (mempool, memory) whose end waits for _routing to be 0
 
 def _end(mempool, memory) -> None:
     with _routing_lock:
-        if _routing[0] > 0:
+        if _routing[0] > 0 or _retire.capturing():
             _ending.append((mempool, memory))
             return
     del mempool  # first: its end frees the segments no tensor holds
@@ -80,7 +85,7 @@ def drain_ended_pools() -> None:
     if not _ending:
         return
     with _routing_lock:
-        if _routing[0] > 0:
+        if _routing[0] > 0 or _retire.capturing():
             return
         ended = _ending[:]
         _ending.clear()
