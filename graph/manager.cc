@@ -124,6 +124,13 @@ Status Manager::WaitForCaptures() {
   return OkStatus();
 }
 
+size_t Manager::CancelPendingCaptures() {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [name, m] : methods_) n += m->CancelPendingCaptures();
+  return n;
+}
+
 void Manager::OnRun(const std::string& method) {
   NoteUnregisteredFlagNames();
   std::lock_guard<std::mutex> sleeping(sleep_mu_);

@@ -97,6 +97,13 @@ class Manager {
   // failed has turned its method's graphs off by then. FailedPrecondition
   // from inside a method's body, which the captures may wait for.
   Status WaitForCaptures();
+  // Drops the capture=background captures of this manager's methods that
+  // are queued and not begun (their signatures' next calls queue them
+  // again); a capture being made goes on. How many were dropped. For an
+  // application (or a binding) letting the manager go while something
+  // still holds it: with WaitForCaptures after it, no capture body runs
+  // any more unless a call queues one.
+  size_t CancelPendingCaptures();
 
   // Gives back the device memory behind every method's graphs (the graph
   // arena: static inputs and outputs, intermediates and scratch from

@@ -129,6 +129,13 @@ Status Method::Precapture(std::span<const TensorRef> inputs, std::span<const Ten
   return m->Precapture(inputs, outputs, stream);
 }
 
+size_t Method::CancelPendingCaptures() {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (auto& m : instances_) n += m->CancelPendingCaptures();
+  return n;
+}
+
 Status Method::Release() {
   RetiredOwners::Drain();
   std::lock_guard<std::mutex> lock(mu_);

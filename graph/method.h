@@ -116,6 +116,8 @@ class Method {
   // Manager::Sleep and Wake on every device: the bytes given back; the
   // first error of a wake.
   StatusOr<size_t> SleepInstances();
+  // Manager::CancelPendingCaptures for this method's instances.
+  size_t CancelPendingCaptures();
   Status WakeInstances();
   StatusOr<MethodInstance*> InstanceForCurrentDevice();
   // Releases every device's instance. Called with mu_ held.

@@ -89,10 +89,12 @@ BackgroundRecord CapturePipeline::FailInBackground(CaptureJob& job, const StepFa
   const CaptureFailure c = ClassifyCaptureFailure(f.step, NameMethod(c_.info.name, f.status), f.cuda_capture_error,
                                                   /*graph_launched=*/false);
   BackgroundRecord out;
-  if (f.cuda_capture_error && may_retry) {
+  if (f.cuda_capture_error && !IsCaptureRefusal(f.status) && may_retry) {
     // Note [What a background capture may coincide with]
     // (graph/runtime/background.cc): another thread's device-wide sync
-    // invalidates this capture as surely as the body's own sync would.
+    // invalidates this capture as surely as the body's own sync would. A
+    // body that says CUDA refused it an operation (a refusal: PyTorch's
+    // .item(), say) broke the capture itself, and is not asked again.
     c_.info.log.Info("capture_interrupted", {{"method", c_.info.name},
                                              {"call", job.index},
                                              {"stage", CaptureStepName(c.step)},

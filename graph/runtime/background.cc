@@ -35,7 +35,8 @@
 //     and the worker's capture is invalidated. encore cannot stop another
 //     thread's sync; encore's own device syncs wait for its captures (the
 //     capture fence). What encore does: a background capture that CUDA
-//     invalidated is dropped without turning graphs off (logged
+//     invalidated, with no refusal from the body itself, is dropped
+//     without turning graphs off (logged
 //     capture_interrupted); the signature's calls run eagerly, right, with
 //     reason capturing, and its next call queues the capture again. Only
 //     BackgroundCaptures::kMaxInterruptions in a row (a body that breaks its
@@ -43,6 +44,10 @@
 //     does. An application that syncs the whole device calls
 //     Manager::WaitForCaptures (Python: Manager.synchronize_captures())
 //     first, or syncs its streams instead.
+//   - Per-thread library state made on first use (PyTorch's cuBLAS handle
+//     of a thread: cublasCreate allocates) is refused inside the worker's
+//     thread-local capture; the Python body makes it on the worker's first
+//     capture in relaxed mode (python/encore/_body.py).
 #include <exception>
 #include <memory>
 #include <string>
@@ -163,6 +168,15 @@ void MethodInstance::QuiesceBackground(std::unique_lock<std::mutex>& lock) {
   if (!s_.background.on()) return;
   dispatcher_.AbandonBackground();
   s_.background.changed.wait(lock, [&] { return !s_.background.recording(); });
+}
+
+size_t MethodInstance::CancelPendingCaptures() {
+  if (!s_.background.on()) return 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s_.background.AbandonQueued();
+  }
+  return worker_->Cancel(this);
 }
 
 void MethodInstance::StopBackground() {

@@ -46,7 +46,20 @@ class Manager:
         self._rename = False
 
     def __del__(self):
-        retire(self.__dict__.get("_cxx"))
+        cxx = self.__dict__.get("_cxx")
+        if cxx is not None:
+            # Gone for the application, though a method still running a body
+            # (a background capture on the worker) may hold the C++ manager:
+            # no capture body runs after this (Note [What a background
+            # capture may coincide with], graph/runtime/background.cc) but
+            # the one being made, which is waited for where that can be
+            # done (not on the worker itself, not inside a body).
+            try:
+                cxx.cancel_pending_captures()
+                cxx.wait_for_captures()
+            except Exception:  # noqa: BLE001 - at exit, or refused inside a body: nothing is waited for
+                pass
+        retire(cxx)
 
     def method(self, fn=None, *, name=None, constants=None, flags=None, stages=None):
         """A method of this manager: see :func:`encore.method`."""

@@ -40,6 +40,11 @@ void PyManager::wait_for_captures() {
   WithoutGil([&] { return manager_->WaitForCaptures(); });
 }
 
+size_t PyManager::cancel_pending_captures() {
+  nb::gil_scoped_release nogil;
+  return manager_->CancelPendingCaptures();
+}
+
 PyMethod* PyManager::register_method(const std::string& name, nb::object body, nb::object constants,
                                       nb::object flags_text) {
   MethodSpec spec;
@@ -98,6 +103,7 @@ void BindManager(nb::module_& m) {
            nb::arg("constants").none(), nb::arg("flags_text").none(), nb::rv_policy::take_ownership)
       .def("report_json", &PyManager::report_json)
       .def("wait_for_captures", &PyManager::wait_for_captures)
+      .def("cancel_pending_captures", &PyManager::cancel_pending_captures)
       .def("sleep", &PyManager::sleep)
       .def("wake", &PyManager::wake)
       .def("wake_pools", &PyManager::wake_pools)

@@ -34,6 +34,9 @@ class PyManager {
   std::string report_json() const;
   // Manager::WaitForCaptures (Manager.synchronize_captures in Python).
   void wait_for_captures();
+  // Manager::CancelPendingCaptures, the GIL released (the methods' mutexes
+  // may be held by calls whose eager bodies wait for it).
+  size_t cancel_pending_captures();
   // Drops this handle's share of the manager with the GIL released: the
   // last one ends the manager, which waits for a background capture being
   // recorded, whose Python body needs the GIL.

@@ -58,6 +58,9 @@ class MethodInstance final : public internal::CallHost {
   // this instance runs on the worker. For a Method going away, before its
   // instances may be kept past a capture in sight.
   void StopBackground();
+  // The queued jobs dropped and their tasks taken off the worker's queue;
+  // the one being recorded goes on. How many.
+  size_t CancelPendingCaptures();
 
   // CallHost: what the body's Calls ask of this instance.
   StatusOr<void*> Allocate(Call& call, size_t bytes) override;
