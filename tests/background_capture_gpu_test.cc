@@ -95,7 +95,9 @@ class BackgroundCaptureGpuTest : public testing::GpuStreamTest {
       ASSERT_EQ(got[i], 2.0f * (b.base + static_cast<float>(i)) + 1.0f) << "element " << i << ", " << rows << " rows";
     }
     // The row after the call's, where the buffer has one.
-    if (rows < kMaxRows) ASSERT_EQ(got[rows * kCols], -7.0f) << "a row beyond the call's was written";
+    if (rows < kMaxRows) {
+      ASSERT_EQ(got[rows * kCols], -7.0f) << "a row beyond the call's was written";
+    }
   }
 
   LogCapture logs_;
