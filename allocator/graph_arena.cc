@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/scoped_capture_mode.h"
 #include "encore/core/internal/log.h"
 
 namespace encore {
@@ -68,10 +70,13 @@ Status GraphArena::AddSlab(size_t bytes, bool in_capture) {
   bytes = AlignUp(std::max(bytes, kMinSlabBytes), kAlignment);
   // Allocating is not allowed while this thread captures in thread-local
   // mode; relax the mode for this one slab, as PyTorch's allocator does.
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (in_capture) ENCORE_CUDA_CALL(ThreadExchangeStreamCaptureMode, &mode);
+  std::optional<ScopedCaptureMode> relaxed;
+  if (in_capture) {
+    relaxed.emplace(cudaStreamCaptureModeRelaxed);
+    if (relaxed->error() != cudaSuccess) return CudaResult(relaxed->error(), CudaCall::kThreadExchangeStreamCaptureMode);
+  }
   StatusOr<void*> p = memory_.Allocate(bytes);
-  if (in_capture) (void)cuda().ThreadExchangeStreamCaptureMode(&mode);
+  relaxed.reset();
   if (!p.ok()) return p.status();
   ledger_.AddPending(capture_id_, *p, bytes);
   return OkStatus();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/scoped_capture_mode.h"
 #include "encore/graph/internal/capture_fence.h"
 #include "encore/graph/internal/device_guard.h"
 
@@ -34,28 +35,12 @@ bool Capturing(cudaStream_t stream) {
   return err == cudaErrorStreamCaptureImplicit;
 }
 
-// This thread's capture mode relaxed for a scope: CUDA then refuses none of
-// its calls for another capture's sake (Note [Owners destroyed inside a
-// capture]).
-class RelaxedCaptureMode {
- public:
-  RelaxedCaptureMode() : relaxed_(cuda().ThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess) {
-    if (!relaxed_) ClearCudaError();
-  }
-  ~RelaxedCaptureMode() {
-    if (relaxed_) (void)cuda().ThreadExchangeStreamCaptureMode(&mode_);
-  }
-  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
-  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-  const bool relaxed_;
-};
-
 void Destroy(std::unique_ptr<Retired> owner) {
   DeviceGuard device(owner->device());
-  RelaxedCaptureMode relaxed;
+  // CUDA then refuses none of this thread's calls for another capture's
+  // sake (Note [Owners destroyed inside a capture]).
+  ScopedCaptureMode relaxed(cudaStreamCaptureModeRelaxed);
+  if (relaxed.error() != cudaSuccess) ClearCudaError();
   owner.reset();
 }
 

@@ -64,6 +64,26 @@ struct Buffers {
   float base;
 };
 
+// A body whose captures on the worker wait, open, until `release` (with
+// `first_only`, only the first does); `begun` counts the captures begun.
+struct HeldCapture {
+  explicit HeldCapture(bool first_only = false) : first_only(first_only) {}
+  MethodFn Body() {
+    return [this](Call& c) -> Status {
+      if (c.kind() == CallKind::kCapture && (++begun == 1 || !first_only)) {
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      return testing::AffineCall(c, 2.0f, 1.0f);
+    };
+  }
+  void WaitUntilBegun() const {
+    while (begun == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool first_only;
+  std::atomic<bool> release{false};
+  std::atomic<int> begun{0};
+};
+
 class BackgroundCaptureGpuTest : public testing::GpuStreamTest {
  protected:
   void MakeManager() {
@@ -142,16 +162,13 @@ TEST_F(BackgroundCaptureGpuTest, BucketsAreCapturedInTheBackground) {
   f.max_padding = 1e6;  // every padded call replays (the measured rule is tests/padding_gpu_test's)
   // The worker's captures wait until the first calls are done, so those
   // calls are eager whatever the worker's speed.
-  std::atomic<bool> release{false};
-  Method* m = Register(f, [&](Call& c) -> Status {
-    while (c.kind() == CallKind::kCapture && !release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return testing::AffineCall(c, 2.0f, 1.0f);
-  });
+  HeldCapture held;
+  Method* m = Register(f, held.Body());
   ASSERT_NE(m, nullptr);
   Buffers b(3.0f, s());
   for (int64_t rows : {16, 3, 9, 1, 4, 12}) RunAndCheck(m, b, rows, s());
   EXPECT_EQ(Eager(m->Report(), eager_reason::kCapturing), 5);
-  release = true;
+  held.release = true;
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
   for (int64_t rows : {2, 13}) RunAndCheck(m, b, rows, s());  // the first launches of both buckets
   for (int64_t rows : {1, 4, 15, 16}) RunAndCheck(m, b, rows, s());
@@ -238,20 +255,13 @@ TEST_F(BackgroundCaptureGpuTest, AFailedFirstLaunchRunsTheCallEagerly) {
 // While a capture is held on the worker, two threads call the method on
 // streams of their own: none waits for the capture, every result is right.
 TEST_F(BackgroundCaptureGpuTest, TwoThreadsCallWhileACaptureIsPending) {
-  std::atomic<bool> release{false};
-  std::atomic<int> captures_begun{0};
-  Method* m = Register(Background(), [&](Call& c) -> Status {
-    if (c.kind() == CallKind::kCapture) {
-      ++captures_begun;
-      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return testing::AffineCall(c, 2.0f, 1.0f);
-  });
+  HeldCapture held;
+  Method* m = Register(Background(), held.Body());
   ASSERT_NE(m, nullptr);
   Buffers b0(1.0f, s());
   RunAndCheck(m, b0, 8, s());  // the warmup
   RunAndCheck(m, b0, 8, s());  // queues the capture
-  while (captures_begun == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  held.WaitUntilBegun();
   std::atomic<int> done{0};
   auto caller = [&](float base) {
     auto st = Stream::Create();
@@ -267,14 +277,14 @@ TEST_F(BackgroundCaptureGpuTest, TwoThreadsCallWhileACaptureIsPending) {
   MethodReport r = m->Report();
   EXPECT_EQ(r.captures, 0);
   EXPECT_EQ(Eager(r, eager_reason::kCapturing), 101);
-  release = true;
+  held.release = true;
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
   RunAndCheck(m, b0, 8, s());
   RunAndCheck(m, b0, 8, s());
   r = m->Report();
   EXPECT_EQ(r.captures, 1);
   EXPECT_EQ(r.replays, 2);  // the first launch and one more
-  EXPECT_EQ(captures_begun.load(), 1);
+  EXPECT_EQ(held.begun.load(), 1);
 }
 
 // A manager destroyed while one capture is being recorded and others are
@@ -312,20 +322,13 @@ TEST_F(BackgroundCaptureGpuTest, AManagerDestroyedWithCapturesPending) {
 // an application does beside it: every call succeeds, and the capture
 // survives (Note [What a background capture may coincide with]).
 TEST_F(BackgroundCaptureGpuTest, OtherThreadsWorkBesideAnOpenCapture) {
-  std::atomic<bool> release{false};
-  std::atomic<int> begun{0};
-  Method* m = Register(Background(), [&](Call& c) -> Status {
-    if (c.kind() == CallKind::kCapture) {
-      ++begun;
-      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return testing::AffineCall(c, 2.0f, 1.0f);
-  });
+  HeldCapture held;
+  Method* m = Register(Background(), held.Body());
   ASSERT_NE(m, nullptr);
   Buffers b(1.0f, s());
   RunAndCheck(m, b, 4, s());  // the warmup
   RunAndCheck(m, b, 4, s());  // queues the capture
-  while (begun == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  held.WaitUntilBegun();
   DeviceBuffer<float> scratch(1024);
   ASSERT_TRUE(scratch.ok());
   // Legacy-stream work: a kernel, a pageable copy, the legacy stream's sync.
@@ -371,7 +374,7 @@ TEST_F(BackgroundCaptureGpuTest, OtherThreadsWorkBesideAnOpenCapture) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   // Calls of the method meanwhile: eager, right.
   for (int i = 0; i < 3; ++i) RunAndCheck(m, b, 4, s());
-  release = true;
+  held.release = true;
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
   RunAndCheck(m, b, 4, s());  // the first launch
   RunAndCheck(m, b, 4, s());  // a replay
@@ -382,29 +385,23 @@ TEST_F(BackgroundCaptureGpuTest, OtherThreadsWorkBesideAnOpenCapture) {
   EXPECT_EQ(r.replays, 2);  // the first launch and one more
   EXPECT_EQ(r.capture_failures, 0);
   EXPECT_EQ(logs_.Count("capture_interrupted"), 0);
-  EXPECT_EQ(begun.load(), 1);
+  EXPECT_EQ(held.begun.load(), 1);
 }
 
 // A device-wide sync on another thread while the worker records: CUDA
 // refuses it there and invalidates the capture. The capture is made again
 // on the signature's next call; graphs stay on and every result is right.
 TEST_F(BackgroundCaptureGpuTest, ADeviceSyncBesideACaptureIsCapturedAgain) {
-  std::atomic<bool> release{false};
-  std::atomic<int> begun{0};
-  Method* m = Register(Background(), [&](Call& c) -> Status {
-    if (c.kind() == CallKind::kCapture && ++begun == 1) {
-      while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return testing::AffineCall(c, 2.0f, 1.0f);
-  });
+  HeldCapture held(/*first_only=*/true);
+  Method* m = Register(Background(), held.Body());
   ASSERT_NE(m, nullptr);
   Buffers b(1.0f, s());
   RunAndCheck(m, b, 4, s());  // the warmup
   RunAndCheck(m, b, 4, s());  // queues the capture
-  while (begun == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  held.WaitUntilBegun();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorStreamCaptureUnsupported);  // CUDA's rule, not encore's
   (void)cudaGetLastError();
-  release = true;
+  held.release = true;
   ASSERT_TRUE(manager_->WaitForCaptures().ok());
   MethodReport r = m->Report();
   EXPECT_EQ(r.graphs_off_reason, "") << r.ToJson();
@@ -419,7 +416,7 @@ TEST_F(BackgroundCaptureGpuTest, ADeviceSyncBesideACaptureIsCapturedAgain) {
   EXPECT_EQ(r.background_captures, 1);
   EXPECT_EQ(r.captures, 1);
   EXPECT_EQ(r.replays, 2);  // the first launch and one more
-  EXPECT_EQ(begun.load(), 2);
+  EXPECT_EQ(held.begun.load(), 2);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 

@@ -15,7 +15,9 @@
 // The worker records while the application goes on, on every thread, so
 // its capture must be invisible to them; CUDA's rules (the stream-capture
 // section of the programming guide) and what an H100 with driver 580 did
-// (tools/probes/capture_rules_probe.py) decide what that takes:
+// (tests/background_capture_gpu_test.cc OtherThreadsWorkBesideAnOpenCapture
+// and ADeviceSyncBesideACaptureIsCapturedAgain, python/tests/
+// test_gpu_background.py) decide what that takes:
 //   - The capture stream is non-blocking (Stream::Create), so legacy-stream
 //     work of other threads never joins it and is never refused.
 //   - The capture is thread-local (StreamCapture::Begin), so other threads
@@ -23,7 +25,7 @@
 //     copies, stream and event syncs) while it is open: all of them ran
 //     beside a capture without breaking it.
 //   - The worker thread's own capture mode is thread-local while it works
-//     (WorkerCaptureMode below): another thread's capture in global mode
+//     (RecordJob): another thread's capture in global mode
 //     (the default, torch.cuda.graph's) then neither refuses the worker's
 //     allocations nor is broken by them.
 //   - Other threads' captures of their own (thread-local or global) are
@@ -54,6 +56,7 @@
 #include <utility>
 
 #include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/scoped_capture_mode.h"
 #include "encore/graph/capture/internal/capture_pipeline.h"
 #include "encore/graph/internal/messages.h"
 #include "encore/graph/runtime/internal/dispatcher.h"
@@ -61,25 +64,6 @@
 #include "encore/graph/store/internal/graph_memory.h"
 
 namespace encore {
-namespace {
-
-// The worker thread in thread-local capture mode while it records, its
-// previous mode back after: see the Note.
-class WorkerCaptureMode {
- public:
-  WorkerCaptureMode() { exchanged_ = cuda().ThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess; }
-  ~WorkerCaptureMode() {
-    if (exchanged_) (void)cuda().ThreadExchangeStreamCaptureMode(&mode_);
-  }
-  WorkerCaptureMode(const WorkerCaptureMode&) = delete;
-  WorkerCaptureMode& operator=(const WorkerCaptureMode&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeThreadLocal;
-  bool exchanged_ = false;
-};
-
-}  // namespace
 
 void Dispatcher::FillBackground(const CallPlan& plan, size_t match, DecisionInput& in) const {
   in.has_graph = in.has_graph || !s_.background.empty();
@@ -167,6 +151,10 @@ void Dispatcher::GraphsWentOff() {
 void MethodInstance::QuiesceBackground(std::unique_lock<std::mutex>& lock) {
   if (!s_.background.on()) return;
   dispatcher_.AbandonBackground();
+  WaitWhileRecording(lock);
+}
+
+void MethodInstance::WaitWhileRecording(std::unique_lock<std::mutex>& lock) {
   s_.background.changed.wait(lock, [&] { return !s_.background.recording(); });
 }
 
@@ -207,7 +195,10 @@ void MethodInstance::RecordJob(uint64_t id) {
     control_ready = job->control_ready;
     may_retry = s_.background.interruptions + 1 < BackgroundCaptures::kMaxInterruptions;
   }
-  WorkerCaptureMode mode;
+  // Thread-local while it records (see the Note); where CUDA refuses the
+  // exchange, the mode stays as it was.
+  ScopedCaptureMode mode(cudaStreamCaptureModeThreadLocal);
+  if (mode.error() != cudaSuccess) ClearCudaError();
   // The worker serves every device's methods: this one's, current.
   if (cuda().SetDevice(s_.info.device) != cudaSuccess) ClearCudaError();  // the capture then fails, saying why
   BackgroundRecord record;

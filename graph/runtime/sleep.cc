@@ -22,7 +22,7 @@ StatusOr<size_t> MethodInstance::Sleep() {
   // and their next calls queue them again.
   if (s_.background.on()) {
     s_.background.AbandonQueued();
-    s_.background.changed.wait(lock, [&] { return !s_.background.recording(); });
+    WaitWhileRecording(lock);
   }
   // Every launch that may still use the slabs: the graphs' last launch,
   // and encore's own work after it, which records the same event.

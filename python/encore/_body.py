@@ -134,12 +134,7 @@ def _thread_ready_for_capture(torch, device) -> None:
     key = (threading.get_ident(), device)
     if key in _ready_threads:
         return
-    previous = _encore.exchange_capture_mode(2)  # relaxed
-    try:
-        torch.cuda.current_blas_handle()
-    finally:
-        if previous >= 0:
-            _encore.exchange_capture_mode(previous)
+    _encore.call_with_relaxed_capture_mode(torch.cuda.current_blas_handle)
     _ready_threads.add(key)
 
 

@@ -55,7 +55,7 @@ _allocator_lock = threading.Lock()
 # A MemPool's end empties its cache, and PyTorch asserts there that no
 # capture is underway on any thread (captures_underway.empty(),
 # synchronize_and_free_events), throwing from a destructor: the process
-# aborts (seen on an H100 with torch 2.11, tools/probes). With capture=
+# aborts (seen on an H100 with torch 2.11). With capture=
 # background one method's pool can go (its last graph dropped, its method
 # released or collected) while the worker routes another method's capture,
 # and a method can be collected inside the application's own capture on

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "encore/core/cuda_error.h"
-#include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/scoped_capture_mode.h"
 #include "encore/core/status.h"
 #include "encore/version.h"
 #include "py_call.h"
@@ -34,16 +34,12 @@ NB_MODULE(_encore, m) {
   m.def("status_code_name", [](int code) {
     return std::string(encore::StatusCodeName(static_cast<encore::StatusCode>(code)));
   });
-  // This thread's stream capture mode (cudaThreadExchangeStreamCaptureMode:
-  // 0 global, 1 thread-local, 2 relaxed) set to `mode`; the previous one,
-  // or -1 where CUDA refused (nothing changed).
-  m.def("exchange_capture_mode", [](int mode) {
-    auto m = static_cast<cudaStreamCaptureMode>(mode);
-    if (encore::cuda().ThreadExchangeStreamCaptureMode(&m) != cudaSuccess) {
-      encore::ClearCudaError();
-      return -1;
-    }
-    return static_cast<int>(m);
+  // fn() with this thread's stream capture mode relaxed for the call (where
+  // CUDA refuses that, as it was); fn's result.
+  m.def("call_with_relaxed_capture_mode", [](nb::callable fn) {
+    encore::ScopedCaptureMode relaxed(cudaStreamCaptureModeRelaxed);
+    if (relaxed.error() != cudaSuccess) encore::ClearCudaError();
+    return fn();
   });
   encore::python::BindCall(m);
   encore::python::BindMethod(m);

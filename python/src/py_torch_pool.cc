@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/scoped_capture_mode.h"
 #include "encore/graph/internal/device_guard.h"
 #include "py_status.h"
 
@@ -55,10 +56,10 @@ StatusOr<void*> TorchPoolMemory::Allocate(size_t bytes) {
   // PyTorch asks inside the capture; allocating is not allowed there in
   // thread-local mode, so the mode is relaxed for this call, as PyTorch's
   // own cudaMalloc of a segment does.
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  const bool exchanged = cuda().ThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
-  StatusOr<void*> p = slabs_.Allocate(bytes);
-  if (exchanged) (void)cuda().ThreadExchangeStreamCaptureMode(&mode);
+  StatusOr<void*> p = [&] {
+    ScopedCaptureMode relaxed(cudaStreamCaptureModeRelaxed);
+    return slabs_.Allocate(bytes);
+  }();
   if (p.ok()) {
     bytes_ += bytes;
     ++segments_;
@@ -69,10 +70,10 @@ StatusOr<void*> TorchPoolMemory::Allocate(size_t bytes) {
 Status TorchPoolMemory::Free(void* base, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceGuard device(device_);
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  const bool exchanged = cuda().ThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
-  Status s = slabs_.Free(base);
-  if (exchanged) (void)cuda().ThreadExchangeStreamCaptureMode(&mode);
+  Status s = [&] {
+    ScopedCaptureMode relaxed(cudaStreamCaptureModeRelaxed);
+    return slabs_.Free(base);
+  }();
   bytes_ -= std::min(bytes_, bytes);
   if (segments_ > 0) --segments_;
   return s;

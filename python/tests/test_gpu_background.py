@@ -49,6 +49,23 @@ def _check(torch, got, want):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+def _method(mgr, f, name, flags="capture=background,warmup=1"):
+    return mgr.method(f, name=name, constants={"w": f.w, "bias": f.bias}, flags=flags)
+
+
+def _launched_and_replayed(torch, mgr, m, f, x):
+    """After the captures pending are done: the ready graph's first launch
+    and a replay, right; the report, with graphs on and one background
+    capture launched."""
+    mgr.synchronize_captures()
+    _check(torch, m(x), f.eager(x))  # the first launch
+    _check(torch, m(x), f.eager(x))  # a replay
+    r = m.report()
+    assert r["graphs_off_reason"] is None, r
+    assert r["background_captures"] == 1 and r["captures"] == 1 and r["replays"] >= 1, r
+    return r
+
+
 def _calls_until_queued(torch, m, f, b=6):
     x = torch.randn(b, 32, device="cuda")
     _check(torch, m(x), f.eager(x))  # the warmup
@@ -60,7 +77,7 @@ def test_other_threads_work_beside_an_open_background_capture(torch_cuda):
     torch = torch_cuda
     f = _Held(torch)
     mgr = encore.Manager(flags="")
-    m = mgr.method(f, name="bg_beside", constants={"w": f.w, "bias": f.bias}, flags="capture=background,warmup=1")
+    m = _method(mgr, f, "bg_beside")
     x = _calls_until_queued(torch, m, f)
     assert f.begun.wait(10), "the worker never began the capture"
     errors = []
@@ -111,12 +128,7 @@ def test_other_threads_work_beside_an_open_background_capture(torch_cuda):
     finally:
         f.release.set()
     assert not errors, errors
-    mgr.synchronize_captures()
-    _check(torch, m(x), f.eager(x))  # the first launch
-    _check(torch, m(x), f.eager(x))  # a replay
-    r = m.report()
-    assert r["graphs_off_reason"] is None, r
-    assert r["background_captures"] == 1 and r["captures"] == 1 and r["replays"] >= 1, r
+    r = _launched_and_replayed(torch, mgr, m, f, x)
     assert r["capture_failures"] == 0, r
     assert f.captures == 1
 
@@ -125,8 +137,7 @@ def test_a_device_sync_beside_a_background_capture_is_captured_again(torch_cuda)
     torch = torch_cuda
     f = _Held(torch)
     mgr = encore.Manager(flags="")
-    m = mgr.method(f, name="bg_device_sync", constants={"w": f.w, "bias": f.bias},
-                   flags="capture=background,warmup=1")
+    m = _method(mgr, f, "bg_device_sync")
     x = _calls_until_queued(torch, m, f)
     assert f.begun.wait(10)
     try:
@@ -139,12 +150,7 @@ def test_a_device_sync_beside_a_background_capture_is_captured_again(torch_cuda)
     assert r["graphs_off_reason"] is None, r
     assert r["capture_failures"] == 0, r
     _check(torch, m(x), f.eager(x))  # queues the capture again
-    mgr.synchronize_captures()
-    _check(torch, m(x), f.eager(x))  # the first launch
-    _check(torch, m(x), f.eager(x))  # a replay
-    r = m.report()
-    assert r["graphs_off_reason"] is None, r
-    assert r["background_captures"] == 1 and r["captures"] == 1 and r["replays"] >= 1, r
+    r = _launched_and_replayed(torch, mgr, m, f, x)
     assert f.captures == 2
     assert set(r["eager_by_reason"]) <= {"capturing"}, r
     torch.cuda.synchronize()
@@ -154,8 +160,7 @@ def test_a_manager_dropped_with_captures_pending_runs_no_body_after(torch_cuda):
     torch = torch_cuda
     f = _Held(torch)
     mgr = encore.Manager(flags="")
-    m = mgr.method(f, name="bg_dropped_after", constants={"w": f.w, "bias": f.bias},
-                   flags="capture=background,warmup=1,on_new_shape=recapture,max_graphs=8")
+    m = _method(mgr, f, "bg_dropped_after", "capture=background,warmup=1,on_new_shape=recapture,max_graphs=8")
     for b in (2, 2, 3, 4, 5):
         x = torch.randn(b, 32, device="cuda")
         _check(torch, m(x), f.eager(x))
@@ -175,16 +180,12 @@ def test_a_sleep_keeps_a_ready_background_capture(torch_cuda):
     f = _Held(torch)
     f.release.set()
     mgr = encore.Manager(flags="")
-    m = mgr.method(f, name="bg_sleep_ready", constants={"w": f.w, "bias": f.bias},
-                   flags="capture=background,warmup=1")
+    m = _method(mgr, f, "bg_sleep_ready")
     x = _calls_until_queued(torch, m, f)
     mgr.synchronize_captures()
     mgr.sleep()
     mgr.wake()
     capturing = m.report()["eager_by_reason"].get("capturing", 0)
-    _check(torch, m(x), f.eager(x))  # the ready graph's first launch, no capture
-    _check(torch, m(x), f.eager(x))  # a replay
-    r = m.report()
+    r = _launched_and_replayed(torch, mgr, m, f, x)  # the ready graph's first launch: no capture
     assert r["eager_by_reason"].get("capturing", 0) == capturing, r
-    assert r["captures"] == 1 and r["replays"] >= 1 and r["background_captures"] == 1, r
     assert f.captures == 1

@@ -78,6 +78,9 @@ class MethodInstance final : public internal::CallHost {
   // With `lock` (of mu_) held: abandons the background jobs and waits until
   // none is being recorded (Release, Precapture, the instance's end).
   void QuiesceBackground(std::unique_lock<std::mutex>& lock);
+  // With `lock` held: until no job is being recorded (Sleep, which keeps
+  // the ready ones).
+  void WaitWhileRecording(std::unique_lock<std::mutex>& lock);
 
   const std::shared_ptr<CaptureWorker> worker_;  // the manager's; null without capture=background
 
