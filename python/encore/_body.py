@@ -12,6 +12,7 @@ which the graph's nodes are bound to.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import threading
@@ -168,14 +169,47 @@ class _Refusal(Exception):
 
 
 class Body:
-    def __init__(self, method, fn):
-        self._m = method
+    """A method's function as encore runs it, and what its runs taught: the
+    results of each call signature and the captured graph's non-tensor
+    arguments. It holds nothing of the Python Method or Manager: a
+    background capture runs it on the manager's worker thread, and an
+    application that dropped its manager then must see the manager
+    collected (its pending captures dropped, the one being made waited
+    for), not kept alive by the worker's frame."""
+
+    _QUEUED_KEPT = 1024  # snapshots of eager calls kept for background captures
+
+    def __init__(self, torch, fn, pad, background):
+        self._torch = torch
         self._fn = fn
+        self._pad = pad
+        self._background = background
+        self.cm = None               # the C++ method, set once it is registered with this body
+        self.specs: dict = {}        # call signature -> OutSpec learned from a run of the body
+        self.last_spec = None        # the spec of the most recent capture
+        self.graph_nodes = None      # the captured graph's non-tensor arguments
+        self.writes_inputs = False   # a run wrote one of its inputs in place
+        self.queued = collections.OrderedDict()  # call index -> snapshot, for background captures
         self._pools: dict = {}
         self._side: dict = {}
 
     def reset(self) -> None:
+        """Forgets what the runs taught (the graphs were dropped)."""
+        self.specs = {}
+        self.last_spec = None
+        self.graph_nodes = None
+        self.writes_inputs = False
+        self.queued.clear()
         self._pools.clear()
+
+    def remember(self, index, snap) -> None:
+        """Keeps what the eager call `index` was called with, in case it
+        queued a background capture (run() reads it there); the oldest go
+        first."""
+        queued = self.queued
+        queued[index] = snap
+        while len(queued) > self._QUEUED_KEPT:
+            queued.popitem(last=False)
 
     def pools(self) -> list:
         """The memory behind this method's capture pools (over encore's
@@ -192,22 +226,22 @@ class Body:
     def run(self, call):
         """encore's body: None, or (StatusCode, message, refusal)."""
         kind = call.kind
-        state = self._m._cm.state
+        state = self.cm.state
         background = kind == CAPTURE and (state is None or state.thread != threading.get_ident())
         if background:
             # A capture=background capture, on the manager's worker thread:
             # the call that queued it has returned; its snapshot says what
             # it was called with.
-            state = self._m._queued.get(call.index)
+            state = self.queued.get(call.index)
             if state is None:
                 return (StatusCode.FAILED_PRECONDITION,
                         f"background: the call {call.index} that queued this capture is no longer known", False)
         state.ran_kind = kind
         state.index = call.index
-        if kind == EAGER and self._m._background:
+        if kind == EAGER and self._background:
             # This eager call may queue its signature's capture, which the
             # worker records after the call returned: what it needs, now.
-            self._m._remember(call.index, snapshot(state, self._m._torch))
+            self.remember(call.index, snapshot(state, self._torch))
         try:
             self._run(call, state, kind, background)
             return None
@@ -224,7 +258,7 @@ class Body:
             return self._run_body(call, state, kind, background)
 
     def _run_body(self, call, state, kind, background=False):
-        torch = self._m._torch
+        torch = self._torch
         views = self._input_views(call, state)
         args, kwargs = unflatten((("tuple", 2),) + state.nodes, views, self._leaves(state))
         before = [v._version for v in views]
@@ -248,8 +282,8 @@ class Body:
         if state.arg_leaves is not None:
             return state.arg_leaves
         leaves = []
-        flatten(state.args, self._m._torch.Tensor, [], [], leaves)
-        flatten(state.kwargs, self._m._torch.Tensor, [], [], leaves)
+        flatten(state.args, self._torch.Tensor, [], [], leaves)
+        flatten(state.kwargs, self._torch.Tensor, [], [], leaves)
         return leaves
 
     def _input_views(self, call, state):
@@ -262,7 +296,7 @@ class Body:
             if ptr == t.data_ptr() and shape == tuple(t.shape) and strides == t.stride():
                 views.append(t)
             else:
-                views.append(view_of(self._m._torch, ptr, shape, strides, t.dtype, call.device))
+                views.append(view_of(self._torch, ptr, shape, strides, t.dtype, call.device))
         return views
 
     @contextlib.contextmanager
@@ -272,7 +306,7 @@ class Body:
         thread's side stream joined to it; yields the call's stream. Nothing
         of it is kept on the Body: a background capture runs on the worker
         thread while calls run on theirs."""
-        torch = self._m._torch
+        torch = self._torch
         device = call.device
         current = torch._C._cuda_getCurrentRawStream(device)
         outer = (torch.cuda.current_stream(device) if call.stream == current
@@ -319,24 +353,22 @@ class Body:
         manager (python/src/py_torch_pool.h)."""
         pool = self._pools.get(device)
         if pool is None:
-            cm = getattr(self._m, "_cm", None)
-            pool = self._pools[device] = MethodPool(self._m._torch, device, getattr(cm, "torch_pool", None))
+            pool = self._pools[device] = MethodPool(self._torch, device, getattr(self.cm, "torch_pool", None))
         with pool.routed(call.keep_with_graph):
             yield
 
     def _check_capture(self, state, wrote, nodes):
-        m = self._m
-        if wrote or m._writes_inputs:
+        if wrote or self.writes_inputs:
             which = wrote[0] if wrote else "an input"
             raise _Refusal(f"writes_input: the function writes input {which} in place; a graph would write "
                            "encore's copy, not the caller's tensor, so the method runs eagerly")
-        spec = m._specs.get(state.sig)
+        spec = self.specs.get(state.sig)
         if spec is not None and (spec.unstable or spec.nodes != nodes):
             raise _Refusal("results: the capture returned another structure or other non-tensor values "
                            "than the warmups, which a replay (which does not run the function) would repeat")
         if spec is not None and spec.not_rows is not None:
             raise _Refusal(spec.not_rows)
-        m._graph_nodes = state.nodes
+        self.graph_nodes = state.nodes
 
     def _deliver(self, call, state, kind, result, tensors, nodes, leaves, views, outer):
         n = call.num_outputs
@@ -346,17 +378,17 @@ class Body:
                 for r, info, out in zip(tensors, infos, state.outputs)):
             for r, (ptr, shape, strides), out in zip(tensors, infos, state.outputs):
                 if ptr != out.data_ptr():
-                    out = view_of(self._m._torch, ptr, shape, strides, out.dtype, call.device)
+                    out = view_of(self._torch, ptr, shape, strides, out.dtype, call.device)
                 out.copy_(r)
             state.result_nodes, state.leaves = nodes, leaves
             if kind == CAPTURE:
-                self._m._last_spec = self._m._specs.get(state.sig)
+                self.last_spec = self.specs.get(state.sig)
             return
         if kind == CAPTURE:
             if n:
                 raise _Refusal("results: the capture's results differ in count, shape or dtype from the "
                                "warmups'")
-            if self._m._pad and tensors:  # the graph of one bucket cannot keep results for all of them
+            if self._pad and tensors:  # the graph of one bucket cannot keep results for all of them
                 raise _Refusal("pad: the capture had no outputs to write its results into")
             self._keep_static(state, tensors, nodes, leaves)
             return
@@ -371,8 +403,8 @@ class Body:
         each replay returns those (cloned, unless outputs=reuse)."""
         spec = OutSpec(nodes, leaves, [(tuple(t.shape), t.dtype) for t in tensors])
         spec.static = [t.clone() for t in tensors]
-        self._m._specs[state.sig] = spec
-        self._m._last_spec = spec
+        self.specs[state.sig] = spec
+        self.last_spec = spec
         state.spec = spec
 
     def _unshared(self, result, tensors, nodes, leaves, views):
@@ -388,14 +420,13 @@ class Body:
 
     def learn(self, state, tensors, nodes, leaves, wrote=()):
         """What a run of the body returned, as its signature's OutSpec."""
-        m = self._m
         if wrote:
-            m._writes_inputs = True
-        if any(t.requires_grad for t in tensors) and m._torch.is_grad_enabled():
-            m._cm.result_grad = True
+            self.writes_inputs = True
+        if any(t.requires_grad for t in tensors) and self._torch.is_grad_enabled():
+            self.cm.result_grad = True
         out = [(tuple(t.shape), t.dtype) for t in tensors]
         not_rows = None
-        if m._pad:
+        if self._pad:
             batch = state.tensors[0].shape[0] if state.tensors and state.tensors[0].dim() else None
             for i, (s, d) in enumerate(out):
                 if s and s[0] == batch:
@@ -403,9 +434,9 @@ class Body:
                 elif not_rows is None:
                     not_rows = (f"pad: result {i} has {s[0] if s else 'no'} rows in dim 0 for a batch of {batch}; "
                                 "every result of a padded method is rows of the batch")
-        spec = m._specs.get(state.sig)
+        spec = self.specs.get(state.sig)
         if spec is None:
-            spec = m._specs[state.sig] = OutSpec(nodes, leaves, out)
+            spec = self.specs[state.sig] = OutSpec(nodes, leaves, out)
             spec.not_rows = not_rows
         elif spec.static is None and (spec.nodes != nodes or spec.out != out):
             spec.unstable = True

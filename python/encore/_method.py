@@ -9,7 +9,6 @@ in the body encore calls (python/encore/_body.py), never on a replay.
 
 from __future__ import annotations
 
-import collections
 import inspect
 import json
 import weakref
@@ -69,11 +68,13 @@ class Method:
         self._consts = None if constants is None else ConstantList(torch, constants)
         self._params = _positional_names(fn)
         self._ready = False
-        self._body = Body(self, fn)
+        # The body's flags come from C++'s reading of them; the body is
+        # registered before that reading exists, so they are set after.
+        self._body = body = Body(torch, fn, pad=False, background=False)
         entries = None if self._consts is None else self._consts.entries
-        made = manager._cxx.register_method(name, body=_weak_run(self._body), constants=entries,
+        made = manager._cxx.register_method(name, body=_weak_run(body), constants=entries,
                                             flags_text=cxx_text or None)
-        self._cm = made
+        self._cm = body.cm = made
         manager._bodies.add(self._body)  # a sleep waits for its side streams
         # The call state lives in the C++ method (its lock, the call in
         # flight, the fast path, python/src/py_method.h PyCallSlots), which
@@ -81,32 +82,15 @@ class Method:
         self._lock = made.lock
         self._manager = manager
         self._on_new_shape = made.on_new_shape
-        self._pad = self._on_new_shape == "pad"
-        self._background = made.capture_mode == "background"
-        self._queued = collections.OrderedDict()  # call index -> snapshot, for background captures
+        self._pad = body._pad = self._on_new_shape == "pad"
+        body._background = made.capture_mode == "background"
         self._reset_python_state()
 
     def _reset_python_state(self) -> None:
-        self._specs: dict = {}       # call signature -> OutSpec learned from a run of the body
-        self._graph_nodes = None     # the captured graph's non-tensor arguments
-        self._last_spec = None       # the spec of the most recent capture
         self._graphs_off = False
-        self._writes_inputs = False
         self._cm.result_grad = False
         self._cm.fast = None
-        self._queued.clear()
         self._body.reset()
-
-    _QUEUED_KEPT = 1024  # snapshots of eager calls kept for background captures
-
-    def _remember(self, index, snap) -> None:
-        """Keeps what the eager call `index` was called with, in case it
-        queued a background capture (python/encore/_body.py reads it there);
-        the oldest go first."""
-        queued = self._queued
-        queued[index] = snap
-        while len(queued) > self._QUEUED_KEPT:
-            queued.popitem(last=False)
 
     # ----------------------------------------------------------------- call --
     def __call__(self, *args, **kwargs):
@@ -143,7 +127,7 @@ class Method:
                 self._tend_pools()
             if self._consts is not None and not self._consts.watch.unchanged():
                 self._constants_moved()
-            if self._graph_nodes is not None and nodes != self._graph_nodes:
+            if self._body.graph_nodes is not None and nodes != self._body.graph_nodes:
                 if self._other_arguments(args, kwargs, nodes):
                     return self._run_eager("new_shape", args, kwargs)
             return self._run(args, kwargs, tensors, nodes)
@@ -191,13 +175,13 @@ class Method:
         torch = self._torch
         device, stream = current_device_and_stream(torch)
         sig = self._signature(nodes, tensors)
-        spec = self._specs.get(sig)
+        spec = self._body.specs.get(sig)
         if self._pad and spec is None:
             # A padded graph is captured for a bucket, not for this call's
             # rows: its outputs must be known before encore sees the call.
             result = self._learn_results(args, kwargs, tensors, nodes, sig)
-            if self._specs[sig].not_rows is not None:
-                logger.info("event=eager method=%s reason=not_rows detail=%r", self.name, self._specs[sig].not_rows)
+            if self._body.specs[sig].not_rows is not None:
+                logger.info("event=eager method=%s reason=not_rows detail=%r", self.name, self._body.specs[sig].not_rows)
             return result
         if self._pad and spec.not_rows is not None:  # no bucket can serve it
             return self._run_eager("not_rows", args, kwargs)
@@ -250,7 +234,7 @@ class Method:
         if self._graphs_off:
             return ()
         if spec is None:
-            spec = self._last_spec if self._on_new_shape in ("refuse", "eager") else None
+            spec = self._body.last_spec if self._on_new_shape in ("refuse", "eager") else None
             if spec is None:
                 return ()
         if spec.static is not None or not spec.out:
@@ -260,7 +244,7 @@ class Method:
     def _results(self, state):
         if state.direct is not None:  # the body's own results (eager, no outputs to fill)
             return state.direct
-        spec = state.spec if state.spec is not None else self._specs.get(state.sig)
+        spec = state.spec if state.spec is not None else self._body.specs.get(state.sig)
         if spec is None:
             raise InvalidArgumentError(f"method '{self.name}': no results were recorded for this call")
         if spec.static is not None:
@@ -284,7 +268,7 @@ class Method:
             return False
         paths = leaf_paths(args, kwargs, self._params, self._torch.Tensor)
         raise InvalidArgumentError(
-            f"method '{self.name}': {describe_difference(paths, self._graph_nodes)}")
+            f"method '{self.name}': {describe_difference(paths, self._body.graph_nodes)}")
 
     def _run_eager(self, reason, args, kwargs):
         self._cm.count_eager_call(reason)
@@ -333,14 +317,14 @@ class Method:
                 self._tend_pools()
             if self._consts is not None and not self._consts.watch.unchanged():
                 self._constants_moved()
-            if self._graph_nodes is not None and nodes != self._graph_nodes and self._other_arguments(
+            if self._body.graph_nodes is not None and nodes != self._body.graph_nodes and self._other_arguments(
                     args, kwargs, nodes):
                 raise InvalidArgumentError(f"method '{self.name}': precapture: its non-tensor arguments differ "
                                            "from the graph's, and such calls run eagerly")
             sig = self._signature(nodes, tensors)
-            if sig not in self._specs:
+            if sig not in self._body.specs:
                 self._learn_results(args, kwargs, tensors, nodes, sig, count=False)
-            spec = self._specs[sig]
+            spec = self._body.specs[sig]
             device, stream = current_device_and_stream(torch)
             outputs = self._outputs_for(spec, device, self._batch(tensors))
             state = CallState(args, kwargs, tensors, nodes, sig, outputs, spec)

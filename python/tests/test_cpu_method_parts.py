@@ -48,7 +48,7 @@ def test_results_learned_under_pad_mark_the_batch_and_name_what_is_not_rows():
     x = torch.zeros(3, 5)
     state = _body.CallState((x,), {}, [x], (), m._signature((), [x]), (), None)
     m._body.learn(state, [torch.zeros(3, 2), torch.zeros(())], (), [])
-    spec = m._specs[state.sig]
+    spec = m._body.specs[state.sig]
     assert spec.out[0] == ((_body.BATCH, 2), torch.float32)
     assert "result 1 has no rows in dim 0 for a batch of 3" in spec.not_rows
 
@@ -93,3 +93,38 @@ def test_a_call_that_finds_the_pools_asleep_wakes_them_and_a_lost_pool_drops_the
     m._body.pools = lambda: [types.SimpleNamespace(lost=True, bytes=0)]  # its memory could not come back
     m._tend_pools()
     assert events == ["wake", "release", "settle"]
+
+
+def _reaches(start, targets, limit=20000):
+    """Whether any of `targets` is reachable from `start` through strong
+    references (weak references are not followed)."""
+    import gc
+    seen, todo = set(), [start]
+    ids = {id(t) for t in targets}
+    while todo and len(seen) < limit:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, type) or type(o).__name__ == "module":
+            continue
+        seen.add(id(o))
+        if id(o) in ids:
+            return True
+        todo.extend(gc.get_referents(o))
+    return False
+
+
+def test_the_body_a_background_capture_runs_holds_neither_method_nor_manager():
+    # The worker thread's frame holds the body while it records: had the
+    # body a path to the Method or the Manager, an application dropping its
+    # manager then would keep both alive, and every queued capture would
+    # still run after it (test_gpu_background.py sees that on a GPU).
+    import gc
+    import weakref
+    mgr = encore.Manager(flags="")
+    m = mgr.method(lambda x: x * 2, name="held", flags="capture=background")
+    body = m._body
+    assert not _reaches(body, [m, mgr])
+    gone = weakref.ref(mgr)
+    del m, mgr
+    gc.collect()
+    assert gone() is None  # the body alone keeps neither
+    del body
