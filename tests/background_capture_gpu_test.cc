@@ -422,6 +422,42 @@ TEST_F(BackgroundCaptureGpuTest, ADeviceSyncBesideACaptureIsCapturedAgain) {
 
 // A body that breaks its own capture every time (a sync of the captured
 // stream) is not retried for ever: graphs go off after the third.
+// A body that makes its per-thread state on first use, as libraries do
+// (cuBLAS and cuDNN handles, their workspaces: cudaMalloc), makes it on the
+// worker thread inside the worker's first capture, which never ran a warmup
+// there. The worker records with its capture mode relaxed, so the
+// allocation is made, not refused, and the capture succeeds (on an H100 a
+// serving encoder's cuDNN attention failed every background capture with
+// CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED before).
+TEST_F(BackgroundCaptureGpuTest, ABodyThatAllocatesOnFirstUseOnTheWorkerCaptures) {
+  std::atomic<int> made{0};
+  Method* m = Register(Background(), [&made](Call& c) -> Status {
+    thread_local void* workspace = nullptr;
+    if (workspace == nullptr) {
+      if (cudaError_t e = cudaMalloc(&workspace, 1 << 20); e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return CudaStatus(e, "first-use workspace");
+      }
+      ++made;
+    }
+    return testing::AffineCall(c, 2.0f, 1.0f);
+  });
+  ASSERT_NE(m, nullptr);
+  Buffers b(1.0f, s());
+  RunAndCheck(m, b, 4, s());  // the warmup, on this thread
+  RunAndCheck(m, b, 4, s());  // queues the capture
+  ASSERT_TRUE(manager_->WaitForCaptures().ok());
+  RunAndCheck(m, b, 4, s());  // the first launch
+  RunAndCheck(m, b, 4, s());  // a replay
+  MethodReport r = m->Report();
+  EXPECT_EQ(r.graphs_off_reason, "") << r.ToJson();
+  EXPECT_EQ(r.capture_failures, 0) << r.ToJson();
+  EXPECT_EQ(r.background_captures, 1) << r.ToJson();
+  EXPECT_EQ(r.replays, 2);
+  EXPECT_EQ(made.load(), 2);  // this thread's, then the worker's inside its capture
+  EXPECT_EQ(logs_.Count("capture_interrupted"), 0);
+}
+
 TEST_F(BackgroundCaptureGpuTest, ACaptureBrokenEveryTimeTurnsGraphsOffAtTheThird) {
   std::atomic<int> captures{0};
   Method* m = Register(Background(), [&](Call& c) -> Status {

@@ -372,5 +372,57 @@ TEST_F(RebindTest, StateThatMovesWithItsContentsGoesOnWhereItLeftOff) {
   EXPECT_EQ(logs_.Count("verify_skipped"), 0);
 }
 
+// A body that takes an input it never names in a node (a decode step's
+// `cache_position`, which transformers 5 ignores; Note [Inputs no node
+// names], graph/binding/direct_form.cc) keeps its direct form, which copies
+// that input in, and a weight move rewrites the graph instead of capturing
+// it again. Before, the whole graph was staged for that input and every
+// weight sync of an RL loop captured again.
+TEST_F(RebindTest, AnInputTheBodyNeverNamesKeepsTheDirectFormAndRebinds) {
+  MethodSpec spec;
+  spec.name = "unnamed_input";
+  const Current* w = &cur_;
+  spec.fn = [w](Call& c) -> Status {  // input 1 is taken and never read
+    ENCORE_RETURN_IF_ERROR(FirstHalf(c, w));
+    return SecondHalf(c, w);
+  };
+  spec.constants = Listed(*weights_);
+  MethodFlags f;
+  f.warmup_calls = 1;
+  spec.flags = f;
+  auto made = mgr_->Register(std::move(spec));
+  ASSERT_TRUE(made.ok()) << made.status();
+  Method* m = *made;
+  DeviceBuffer<float> pos(kRows);
+  pos.Fill(3.0f);
+  auto run = [&](float seed) {
+    std::vector<float> v(kN);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = seed + static_cast<float>(i);
+    xa_.Upload(v);
+    TensorRef in[2] = {{xa_.get(), DType::kFloat32, {kRows, kCols}, {}}, {pos.get(), DType::kFloat32, {kRows}, {}}};
+    TensorRef out{ya_.get(), DType::kFloat32, {kRows, kCols}, {}};
+    Status s = m->Run({in, 2}, {&out, 1}, this->s());
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(cudaStreamSynchronize(this->s()), cudaSuccess);
+    std::vector<float> got = ya_.Download();
+    for (int64_t i = 0; i < kN; ++i) {
+      ASSERT_EQ(got[i], v[i] + weights_->h1[kCols + i % kCols] + weights_->h2[i % kCols]) << "element " << i;
+    }
+  };
+  run(1.0f);  // warmup
+  run(2.0f);  // capture
+  run(3.0f);  // replay
+  MethodReport r = m->Report();
+  ASSERT_EQ(r.binding, Binding::kDirect) << r.binding_reason;
+  ASSERT_TRUE(MoveWeights(m, 2.0f).ok());
+  run(4.0f);
+  run(5.0f);
+  r = m->Report();
+  EXPECT_EQ(r.rebinds, 1) << r.ToJson();
+  EXPECT_EQ(r.captures, 1) << r.ToJson();
+  EXPECT_EQ(r.replays, 3) << r.ToJson();
+  EXPECT_EQ(r.eager_calls, 0) << r.ToJson();
+}
+
 }  // namespace
 }  // namespace encore

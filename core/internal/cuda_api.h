@@ -76,6 +76,11 @@
   X(GraphAddEventRecordNode, cudaGraphAddEventRecordNode,                                    \
     (cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t, cudaEvent_t))             \
   X(GraphClone, cudaGraphClone, (cudaGraph_t*, cudaGraph_t))                                 \
+  X(GraphGetRootNodes, cudaGraphGetRootNodes, (cudaGraph_t, cudaGraphNode_t*, size_t*))      \
+  X(GraphAddMemcpyNode1D, cudaGraphAddMemcpyNode1D,                                          \
+    (cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t, void*, const void*, size_t, cudaMemcpyKind)) \
+  X(GraphAddDependencies, cudaGraphAddDependencies,                                          \
+    (cudaGraph_t, const cudaGraphNode_t*, const cudaGraphNode_t*, const cudaGraphEdgeData*, size_t)) \
   X(GraphNodeFindInClone, cudaGraphNodeFindInClone, (cudaGraphNode_t*, cudaGraphNode_t, cudaGraph_t)) \
   X(GraphDestroyNode, cudaGraphDestroyNode, (cudaGraphNode_t))                               \
   X(GraphNodeGetType, cudaGraphNodeGetType, (cudaGraphNode_t, cudaGraphNodeType*))           \

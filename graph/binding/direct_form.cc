@@ -49,7 +49,8 @@ bool TensorsOverlap(Args inputs, Args outputs) {
 DirectForm::~DirectForm() = default;
 
 StatusOr<std::unique_ptr<DirectForm>> DirectForm::Build(const Graph& staged, const StagedNodes& nodes, ScanResult scan,
-                                                        Addresses static_addresses, cudaEvent_t completion) {
+                                                        Addresses static_addresses, cudaEvent_t completion,
+                                                        std::span<const CopiedInput> copied) {
   std::unique_ptr<DirectForm> d(new DirectForm());
   d->static_ = std::move(static_addresses);
   d->bumps_sequence_ = nodes.check_sequence != nullptr;
@@ -59,6 +60,7 @@ StatusOr<std::unique_ptr<DirectForm>> DirectForm::Build(const Graph& staged, con
   d->rewrites_.kernels = std::move(scan.kernels);
   d->rewrites_.endpoints = std::move(scan.endpoints);
   ENCORE_RETURN_IF_ERROR(d->Clone(staged, nodes, completion));
+  ENCORE_RETURN_IF_ERROR(d->AddInputCopies(copied));
   ENCORE_ASSIGN_OR_RETURN(d->nodes_, d->graph_.NodeCount());
   // A graph with memory nodes can have one live executable only.
   d->variants_ = Cache(d->has_memory_nodes_ ? 1 : MaxExecVariants(d->nodes_));
@@ -125,6 +127,46 @@ Status DirectForm::AddCompletion(const StagedNodes& nodes, const std::vector<cud
   }
   cudaGraphNode_t record = nullptr;
   ENCORE_CUDA_CALL(GraphAddEventRecordNode, &record, clone, frontier.data(), frontier.size(), completion);
+  return OkStatus();
+}
+
+// Note [Inputs no node names]
+// A body may take an input and never name it in a node: it reaches it
+// through device memory (a pointer table it built), or it does not read it
+// at all (transformers 5 takes a Llama decode step's `cache_position` and
+// computes positions from its StaticCache's own counters; seen on an H100).
+// Bound directly, such a body would read the static buffer the capture ran
+// on, never the caller's input. Staging the whole graph for it was right
+// but cost the direct form, and with it every constant rebind (a staged
+// graph has no probe's evidence: Note [Rebinding needs a direct form]), so
+// an RL loop's weight sync captured again. Instead the direct form copies
+// each such input into its static buffer before the body's first nodes:
+// one memcpy node whose source is bound to the caller's input, as any
+// endpoint is, and whose destination stays the static buffer. Whether the
+// body reads it or not, it reads the caller's values; the probe, which
+// poisons the static buffers, sees them overwritten by the copy first, so
+// a body that uses such an input as an index never reads poison.
+Status DirectForm::AddInputCopies(std::span<const CopiedInput> copied) {
+  if (copied.empty()) return OkStatus();
+  cudaGraph_t g = graph_.get();
+  size_t count = 0;
+  ENCORE_CUDA_CALL(GraphGetRootNodes, g, nullptr, &count);
+  std::vector<cudaGraphNode_t> roots(count);
+  if (count > 0) ENCORE_CUDA_CALL(GraphGetRootNodes, g, roots.data(), &count);
+  roots.resize(count);
+  if (roots.empty()) return OkStatus();  // no body node to read them
+  for (const CopiedInput& c : copied) {
+    void* buffer = const_cast<void*>(static_[c.tensor]);
+    cudaGraphNode_t node = nullptr;
+    ENCORE_CUDA_CALL(GraphAddMemcpyNode1D, &node, g, nullptr, 0, buffer, buffer, c.bytes, cudaMemcpyDeviceToDevice);
+    for (cudaGraphNode_t root : roots) ENCORE_CUDA_CALL(GraphAddDependencies, g, &node, &root, nullptr, 1);
+    EndpointSite e;
+    e.node = node;
+    ENCORE_CUDA_CALL(GraphMemcpyNodeGetParams, node, &e.copy);
+    e.tensor = {c.tensor, -1};  // the source follows the caller; the destination stays
+    rewrites_.endpoints.push_back(e);
+    ++sites_;
+  }
   return OkStatus();
 }
 

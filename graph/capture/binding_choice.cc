@@ -2,6 +2,7 @@
 #include "encore/graph/capture/internal/binding_choice.h"
 
 #include <chrono>
+#include <vector>
 #include <utility>
 
 #include "encore/policy/internal/binding_policy.h"
@@ -10,17 +11,31 @@
 namespace encore {
 namespace {
 
-// The first tensor (inputs, then outputs) no node names, as a reason.
-std::string UnreferencedTensor(const ScanResult& scan, Args inputs, Args outputs) {
-  const size_t num_inputs = inputs.size();
-  for (size_t t = 0; t < scan.referenced.size(); ++t) {
-    const TensorRef& tensor = t < num_inputs ? inputs[t] : outputs[t - num_inputs];
-    if (scan.referenced[t] || tensor.span_bytes() == 0) continue;
-    const std::string name = t < num_inputs ? "input " + std::to_string(t) : "output " + std::to_string(t - num_inputs);
-    return name + " is referenced by no kernel parameter, memcpy or memset (the body may reach it through device "
-                  "memory, or not use it)";
+// The first output no node names, as a reason. Inputs no node names are
+// copied in by the direct form (Note [Inputs no node names],
+// graph/binding/direct_form.cc); an output the body writes through device
+// memory would need a copy out after it, which the staged graph's tails
+// make.
+std::string UnreferencedOutput(const ScanResult& scan, Args inputs, Args outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const size_t t = inputs.size() + i;
+    if (t >= scan.referenced.size() || scan.referenced[t] || outputs[i].span_bytes() == 0) continue;
+    return "output " + std::to_string(i) +
+           " is referenced by no kernel parameter, memcpy or memset (the body may write it through device memory, "
+           "or not write it)";
   }
   return {};
+}
+
+// The inputs no node names, which the direct form copies in.
+std::vector<CopiedInput> UnreferencedInputs(const ScanResult& scan, Args inputs) {
+  std::vector<CopiedInput> copied;
+  for (size_t t = 0; t < inputs.size() && t < scan.referenced.size(); ++t) {
+    if (!scan.referenced[t] && inputs[t].span_bytes() > 0) {
+      copied.push_back({static_cast<int>(t), inputs[t].span_bytes()});
+    }
+  }
+  return copied;
 }
 
 // Why direct binding is out of the question before any scan, or empty.
@@ -59,7 +74,7 @@ std::optional<BindingInput> ChoosePieceBinding(const CaptureContext& c, PieceGra
       // writes one is caught by the poison it overwrote (Probe::
       // StaticsWritten), so such a piece is left to the probe.
       if (facts.unsafe_reason.empty() && c.info.body.segments().size() == 1) {
-        facts.unsafe_reason = UnreferencedTensor(in.scan, in.static_inputs, in.static_outputs);
+        facts.unsafe_reason = UnreferencedOutput(in.scan, in.static_inputs, in.static_outputs);
       }
       facts.rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
       // Unknown until replays show it: assumed, and judged again then.
@@ -73,17 +88,17 @@ std::optional<BindingInput> ChoosePieceBinding(const CaptureContext& c, PieceGra
 
 double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, int64_t index, CaptureCounts& counts) {
   const int64_t rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
-  const int64_t sites = in.scan.sites;
+  const std::vector<CopiedInput> copied = UnreferencedInputs(in.scan, in.static_inputs);
   StatusOr<std::unique_ptr<DirectForm>> d =
       DirectForm::Build(*piece.staged.graph(), in.nodes, std::move(in.scan),
                         AddressesOf(in.static_inputs, in.static_outputs),
-                        in.nodes.record != nullptr ? c.store.last_launch.event() : nullptr);
+                        in.nodes.record != nullptr ? c.store.last_launch.event() : nullptr, copied);
   if (!d.ok()) {
     UseStagedBinding(c, piece, "the direct form could not be built (" + std::string(d.status().message()) + ")", index);
     return 0;
   }
   piece.direct = *std::move(d);
-  piece.binding.rebind_sites = sites;
+  piece.binding.rebind_sites = piece.direct->sites();
   piece.binding.auto_rejudge = c.info.flags.binding == Binding::kAuto && rewrite_nodes > kAutoMaxRewriteNodes;
   auto t = std::chrono::steady_clock::now();
   Status s = piece.direct->InstantiateFirst();

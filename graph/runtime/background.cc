@@ -24,10 +24,20 @@
 //     may make "potentially unsafe" calls (cudaMalloc, cudaFree, pageable
 //     copies, stream and event syncs) while it is open: all of them ran
 //     beside a capture without breaking it.
-//   - The worker thread's own capture mode is thread-local while it works
-//     (RecordJob): another thread's capture in global mode
-//     (the default, torch.cuda.graph's) then neither refuses the worker's
-//     allocations nor is broken by them.
+//   - The worker thread's own capture mode is relaxed while it works
+//     (RecordJob): another thread's capture in global mode (the default,
+//     torch.cuda.graph's) then neither refuses the worker's allocations nor
+//     is broken by them, and the body may make the per-thread state that
+//     libraries make on first use (cuBLAS and cuDNN handles, cuDNN's
+//     attention plans and their workspaces: cudaMalloc) on the worker,
+//     where no warmup ever ran, inside the capture. In thread-local mode
+//     CUDA refused those allocations (an H100 serving an encoder with
+//     cuDNN attention: CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
+//     on every background capture, graphs off; tests/
+//     background_capture_gpu_test.cc
+//     ABodyThatAllocatesOnFirstUseOnTheWorkerCaptures). What stays refused
+//     in every mode is what breaks a capture: a sync of the capturing
+//     stream, a device-wide sync.
 //   - Other threads' captures of their own (thread-local or global) are
 //     other streams' business; the worker never touches their streams.
 //   - A device-wide sync (cudaDeviceSynchronize, torch.cuda.synchronize(),
@@ -46,10 +56,6 @@
 //     does. An application that syncs the whole device calls
 //     Manager::WaitForCaptures (Python: Manager.synchronize_captures())
 //     first, or syncs its streams instead.
-//   - Per-thread library state made on first use (PyTorch's cuBLAS handle
-//     of a thread: cublasCreate allocates) is refused inside the worker's
-//     thread-local capture; the Python body makes it on the worker's first
-//     capture in relaxed mode (python/encore/_body.py).
 #include <exception>
 #include <memory>
 #include <string>
@@ -195,9 +201,9 @@ void MethodInstance::RecordJob(uint64_t id) {
     control_ready = job->control_ready;
     may_retry = s_.background.interruptions + 1 < BackgroundCaptures::kMaxInterruptions;
   }
-  // Thread-local while it records (see the Note); where CUDA refuses the
+  // Relaxed while it records (see the Note); where CUDA refuses the
   // exchange, the mode stays as it was.
-  ScopedCaptureMode mode(cudaStreamCaptureModeThreadLocal);
+  ScopedCaptureMode mode(cudaStreamCaptureModeRelaxed);
   if (mode.error() != cudaSuccess) ClearCudaError();
   // The worker serves every device's methods: this one's, current.
   if (cuda().SetDevice(s_.info.device) != cudaSuccess) ClearCudaError();  // the capture then fails, saying why

@@ -121,24 +121,6 @@ def exception_status(e: BaseException, capturing: bool):
     return (StatusCode.INTERNAL, f"{type(e).__name__}: {e}", capturing and is_capture_refusal(e))
 
 
-_ready_threads: set = set()  # (thread, device) whose PyTorch library handles exist
-
-
-def _thread_ready_for_capture(torch, device) -> None:
-    """PyTorch's per-thread library state, made on first use, on a thread
-    that never ran the body before its capture (the manager's worker): its
-    cuBLAS handle (cublasCreate allocates, which CUDA refuses inside this
-    thread's thread-local capture: CUBLAS_STATUS_NOT_INITIALIZED, seen on an
-    H100) made here with the thread's capture mode relaxed for that call
-    alone, as PyTorch's allocator does for its own allocations. Its
-    workspace for this stream lands in the method's pool, routed now."""
-    key = (threading.get_ident(), device)
-    if key in _ready_threads:
-        return
-    _encore.call_with_relaxed_capture_mode(torch.cuda.current_blas_handle)
-    _ready_threads.add(key)
-
-
 _gc_lock = threading.Lock()
 _gc_holds = [0, False]  # captures in flight that hold gc off; whether gc was on before the first
 
@@ -321,8 +303,11 @@ class Body:
             # application launches on from another thread while the worker
             # captures it, which breaks the capture. The worker's stream is
             # encore's, used by nothing else.
+            # The library state PyTorch makes per thread on first use (cuBLAS
+            # and cuDNN handles, workspaces) is made here, inside the capture:
+            # the worker records with its capture mode relaxed (Note [What a
+            # background capture may coincide with], graph/runtime/background.cc).
             with torch.cuda.stream(outer), self._routed_to_pool(call, device):
-                _thread_ready_for_capture(torch, device)
                 yield outer
             return
         # A stream per thread: a background capture records on the

@@ -5,8 +5,6 @@
 
 #include <string>
 
-#include "encore/core/cuda_error.h"
-#include "encore/core/internal/scoped_capture_mode.h"
 #include "encore/core/status.h"
 #include "encore/version.h"
 #include "py_call.h"
@@ -33,13 +31,6 @@ NB_MODULE(_encore, m) {
   m.def("dtype_index", [](nb::handle d) { return encore::python::DTypeIndex(d); });
   m.def("status_code_name", [](int code) {
     return std::string(encore::StatusCodeName(static_cast<encore::StatusCode>(code)));
-  });
-  // fn() with this thread's stream capture mode relaxed for the call (where
-  // CUDA refuses that, as it was); fn's result.
-  m.def("call_with_relaxed_capture_mode", [](nb::callable fn) {
-    encore::ScopedCaptureMode relaxed(cudaStreamCaptureModeRelaxed);
-    if (relaxed.error() != cudaSuccess) encore::ClearCudaError();
-    return fn();
   });
   encore::python::BindCall(m);
   encore::python::BindMethod(m);

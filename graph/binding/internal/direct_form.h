@@ -43,6 +43,15 @@ struct StagedNodes {
   std::vector<cudaGraphNode_t> all() const;
 };
 
+// An input no node of the body names (ReferenceScan found no word or
+// endpoint of it): the direct form copies it into its static buffer first,
+// where the body may read it through device memory (Note [Inputs no node
+// names], direct_form.cc).
+struct CopiedInput {
+  int tensor = 0;    // its index among the inputs
+  size_t bytes = 0;  // its span
+};
+
 class DirectForm : public VariantForm<GraphExec, std::monostate> {
  public:
   using Cache = VariantCache<GraphExec, std::monostate>;
@@ -51,8 +60,11 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // `completion` (unless null) after the body's last nodes, and takes the scan's sites
   // (found in `staged`) over to the clone. `static_addresses`: the buffers
   // the body ran on, inputs then outputs.
+  // `copied`: the inputs it copies into their static buffers before the
+  // body (bound to the caller's input like any endpoint).
   static StatusOr<std::unique_ptr<DirectForm>> Build(const Graph& staged, const StagedNodes& nodes, ScanResult scan,
-                                                     Addresses static_addresses, cudaEvent_t completion);
+                                                     Addresses static_addresses, cudaEvent_t completion,
+                                                     std::span<const CopiedInput> copied = {});
   ~DirectForm();
   DirectForm(const DirectForm&) = delete;
   DirectForm& operator=(const DirectForm&) = delete;
@@ -116,6 +128,7 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // `completion` null: no record node (the pieces of a longer method).
   Status Clone(const Graph& staged, const StagedNodes& nodes, cudaEvent_t completion);
   Status AddCompletion(const StagedNodes& nodes, const std::vector<cudaGraphNode_t>& removed, cudaEvent_t completion);
+  Status AddInputCopies(std::span<const CopiedInput> copied);
   // Writes `to` into exec's nodes (with `exec` null, the graph's own nodes)
   // whose tensors are not where `bound` says (with `bound` null, every one).
   Status Write(cudaGraphExec_t exec, const Addresses* bound, const Addresses& to);
