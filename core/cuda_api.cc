@@ -19,6 +19,15 @@ cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptu
 #endif
 }
 
+cudaError_t encore_cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                            size_t count) {
+#if CUDART_VERSION >= 13000
+  return cudaGraphAddDependencies(graph, from, to, nullptr, count);
+#else
+  return cudaGraphAddDependencies(graph, from, to, count);
+#endif
+}
+
 using encore::internal::DriverFn;
 using encore::internal::FromDriver;
 

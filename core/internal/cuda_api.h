@@ -79,8 +79,8 @@
   X(GraphGetRootNodes, cudaGraphGetRootNodes, (cudaGraph_t, cudaGraphNode_t*, size_t*))      \
   X(GraphAddMemcpyNode1D, cudaGraphAddMemcpyNode1D,                                          \
     (cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t, void*, const void*, size_t, cudaMemcpyKind)) \
-  X(GraphAddDependencies, cudaGraphAddDependencies,                                          \
-    (cudaGraph_t, const cudaGraphNode_t*, const cudaGraphNode_t*, const cudaGraphEdgeData*, size_t)) \
+  X(GraphAddDependencies, encore_cudaGraphAddDependencies,                                   \
+    (cudaGraph_t, const cudaGraphNode_t*, const cudaGraphNode_t*, size_t))                   \
   X(GraphNodeFindInClone, cudaGraphNodeFindInClone, (cudaGraphNode_t*, cudaGraphNode_t, cudaGraph_t)) \
   X(GraphDestroyNode, cudaGraphDestroyNode, (cudaGraphNode_t))                               \
   X(GraphNodeGetType, cudaGraphNodeGetType, (cudaGraphNode_t, cudaGraphNodeType*))           \
@@ -176,6 +176,11 @@ cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptu
 // the graph given to cudaStreamBeginCaptureToGraph).
 cudaError_t encore_cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* status, cudaGraph_t* graph,
                                             const cudaGraphNode_t** deps, size_t* num_deps);
+
+// cudaGraphAddDependencies with plain edges, one signature for every CUDA
+// version (the runtime's own signature took edge data in 13.0).
+cudaError_t encore_cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                            size_t count);
 
 // Conditional nodes (graph/control/): one signature for every CUDA version,
 // without the edge data that CUDA 12.3 added in _v2 variants and 13.0 folded

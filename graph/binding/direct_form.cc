@@ -159,7 +159,7 @@ Status DirectForm::AddInputCopies(std::span<const CopiedInput> copied) {
     void* buffer = const_cast<void*>(static_[c.tensor]);
     cudaGraphNode_t node = nullptr;
     ENCORE_CUDA_CALL(GraphAddMemcpyNode1D, &node, g, nullptr, 0, buffer, buffer, c.bytes, cudaMemcpyDeviceToDevice);
-    for (cudaGraphNode_t root : roots) ENCORE_CUDA_CALL(GraphAddDependencies, g, &node, &root, nullptr, 1);
+    for (cudaGraphNode_t root : roots) ENCORE_CUDA_CALL(GraphAddDependencies, g, &node, &root, 1);
     EndpointSite e;
     e.node = node;
     ENCORE_CUDA_CALL(GraphMemcpyNodeGetParams, node, &e.copy);
