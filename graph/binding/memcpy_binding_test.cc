@@ -207,7 +207,7 @@ class MemcpyBindingTest : public ::testing::Test {
     staged_ = Graph(reinterpret_cast<cudaGraph_t>(graph.get()));
     api_.graphs.push_back(std::move(graph));
     StatusOr<std::unique_ptr<DirectForm>> d =
-        DirectForm::Build(staged_, StagedNodes{}, std::move(scan), {Arena(0), Arena(512)}, nullptr);
+        DirectForm::Build(staged_, StagedNodes{}, std::move(scan), {Arena(0), Arena(512)}, nullptr, {});
     ASSERT_TRUE(d.ok()) << d.status();
     direct_ = *std::move(d);
     ASSERT_TRUE(direct_->InstantiateFirst().ok());

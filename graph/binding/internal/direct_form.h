@@ -64,7 +64,7 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // body (bound to the caller's input like any endpoint).
   static StatusOr<std::unique_ptr<DirectForm>> Build(const Graph& staged, const StagedNodes& nodes, ScanResult scan,
                                                      Addresses static_addresses, cudaEvent_t completion,
-                                                     std::span<const CopiedInput> copied = {});
+                                                     std::span<const CopiedInput> copied);
   ~DirectForm();
   DirectForm(const DirectForm&) = delete;
   DirectForm& operator=(const DirectForm&) = delete;
