@@ -68,11 +68,11 @@ std::optional<BindingInput> ChoosePieceBinding(const CaptureContext& c, PieceGra
       facts.recaptures = in.recaptures;  // ChooseBinding stages it for the cost
     } else if (facts.unsafe_reason.empty()) {
       facts.unsafe_reason = in.scan.unsafe;
-      // A piece of a longer method often leaves a tensor of the method to
-      // another piece. The probe poisons encore's static buffers: a piece
-      // that reads one through device memory reads poison, and one that
-      // writes one is caught by the poison it overwrote (Probe::
-      // StaticsWritten), so such a piece is left to the probe.
+      // A piece of a longer method often leaves an output of the method to
+      // another piece. The probe poisons encore's static buffers, and a
+      // piece that writes one through device memory is caught by the
+      // poison it overwrote (Probe::StaticsWritten), so such a piece is
+      // left to the probe. Inputs no node names are copied in either way.
       if (facts.unsafe_reason.empty() && c.info.body.segments().size() == 1) {
         facts.unsafe_reason = UnreferencedOutput(in.scan, in.static_inputs, in.static_outputs);
       }
@@ -87,7 +87,6 @@ std::optional<BindingInput> ChoosePieceBinding(const CaptureContext& c, PieceGra
 }
 
 double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, int64_t index, CaptureCounts& counts) {
-  const int64_t rewrite_nodes = static_cast<int64_t>(in.scan.kernels.size() + in.scan.endpoints.size());
   const std::vector<CopiedInput> copied = UnreferencedInputs(in.scan, in.static_inputs);
   StatusOr<std::unique_ptr<DirectForm>> d =
       DirectForm::Build(*piece.staged.graph(), in.nodes, std::move(in.scan),
@@ -99,7 +98,9 @@ double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, 
   }
   piece.direct = *std::move(d);
   piece.binding.rebind_sites = piece.direct->sites();
-  piece.binding.auto_rejudge = c.info.flags.binding == Binding::kAuto && rewrite_nodes > kAutoMaxRewriteNodes;
+  // The direct form's own counts: the scan's sites and nodes and its input copies.
+  piece.binding.auto_rejudge =
+      c.info.flags.binding == Binding::kAuto && piece.direct->rewrite_nodes() > kAutoMaxRewriteNodes;
   auto t = std::chrono::steady_clock::now();
   Status s = piece.direct->InstantiateFirst();
   const double us = Lap(&t);

@@ -161,12 +161,12 @@ class Body:
 
     _QUEUED_KEPT = 1024  # snapshots of eager calls kept for background captures
 
-    def __init__(self, torch, fn, pad, background):
+    def __init__(self, torch, fn):
         self._torch = torch
         self._fn = fn
-        self._pad = pad
-        self._background = background
-        self.cm = None               # the C++ method, set once it is registered with this body
+        self._pad = False
+        self._background = False
+        self.cm = None               # the C++ method (attach), registered with this body
         self.specs: dict = {}        # call signature -> OutSpec learned from a run of the body
         self.last_spec = None        # the spec of the most recent capture
         self.graph_nodes = None      # the captured graph's non-tensor arguments
@@ -174,6 +174,13 @@ class Body:
         self.queued = collections.OrderedDict()  # call index -> snapshot, for background captures
         self._pools: dict = {}
         self._side: dict = {}
+
+    def attach(self, cm) -> None:
+        """The C++ method registered with this body, whose reading of the
+        flags says how the body runs (made after the body, which it calls)."""
+        self.cm = cm
+        self._pad = cm.on_new_shape == "pad"
+        self._background = cm.capture_mode == "background"
 
     def reset(self) -> None:
         """Forgets what the runs taught (the graphs were dropped)."""

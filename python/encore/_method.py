@@ -68,13 +68,12 @@ class Method:
         self._consts = None if constants is None else ConstantList(torch, constants)
         self._params = _positional_names(fn)
         self._ready = False
-        # The body's flags come from C++'s reading of them; the body is
-        # registered before that reading exists, so they are set after.
-        self._body = body = Body(torch, fn, pad=False, background=False)
+        self._body = body = Body(torch, fn)
         entries = None if self._consts is None else self._consts.entries
         made = manager._cxx.register_method(name, body=_weak_run(body), constants=entries,
                                             flags_text=cxx_text or None)
-        self._cm = body.cm = made
+        self._cm = made
+        body.attach(made)
         manager._bodies.add(self._body)  # a sleep waits for its side streams
         # The call state lives in the C++ method (its lock, the call in
         # flight, the fast path, python/src/py_method.h PyCallSlots), which
@@ -82,8 +81,7 @@ class Method:
         self._lock = made.lock
         self._manager = manager
         self._on_new_shape = made.on_new_shape
-        self._pad = body._pad = self._on_new_shape == "pad"
-        body._background = made.capture_mode == "background"
+        self._pad = self._on_new_shape == "pad"
         self._reset_python_state()
 
     def _reset_python_state(self) -> None:
@@ -180,8 +178,9 @@ class Method:
             # A padded graph is captured for a bucket, not for this call's
             # rows: its outputs must be known before encore sees the call.
             result = self._learn_results(args, kwargs, tensors, nodes, sig)
-            if self._body.specs[sig].not_rows is not None:
-                logger.info("event=eager method=%s reason=not_rows detail=%r", self.name, self._body.specs[sig].not_rows)
+            not_rows = self._body.specs[sig].not_rows
+            if not_rows is not None:
+                logger.info("event=eager method=%s reason=not_rows detail=%r", self.name, not_rows)
             return result
         if self._pad and spec.not_rows is not None:  # no bucket can serve it
             return self._run_eager("not_rows", args, kwargs)

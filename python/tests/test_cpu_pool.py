@@ -139,7 +139,7 @@ def test_a_routing_whose_lease_cannot_be_kept_is_undone():
 
 def test_the_body_keeps_one_pool_per_device_until_its_method_is_released():
     torch, a = fake_torch()
-    body = _body.Body(torch, fn=None, pad=False, background=False)
+    body = _body.Body(torch, fn=None)
     graphs = []
     call = types.SimpleNamespace(keep_with_graph=graphs.append)
     with body._routed_to_pool(call, 0):
