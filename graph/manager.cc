@@ -7,13 +7,13 @@
 
 #include "encore/allocator/internal/memory_budget.h"
 #include "encore/core/internal/log.h"
-#include "encore/graph/internal/retired_owners.h"
+#include "encore/core/internal/retired_owners.h"
 #include "encore/policy/internal/flag_table.h"
 #include "encore/policy/internal/flags_text.h"
 #include "encore/version.h"
 #include "encore/graph/body/internal/body_runner.h"
 #include "encore/graph/capture/internal/graph_dump.h"
-#include "encore/graph/internal/capture_worker.h"
+#include "encore/core/internal/capture_worker.h"
 
 namespace encore {
 
@@ -159,8 +159,8 @@ StatusOr<int64_t> Manager::Sleep() {
     bytes += static_cast<int64_t>(*given);
   }
   asleep_.store(true, std::memory_order_release);
-  // The next call of each method runs its hook, which wakes the manager.
-  for (const auto& [name, m] : methods_) m->run_hook_done_.store(false, std::memory_order_relaxed);
+  // The next call of each method's instances runs its hook, which wakes the
+  // manager (MethodInstance::Sleep made it due).
   log_->Info("sleep", {{"bytes", bytes}, {"methods", methods_.size()}});
   return bytes;
 }

@@ -13,9 +13,9 @@
 #include "encore/graph/body/internal/constant_set.h"
 #include "encore/graph/runtime/internal/graphs_switch.h"
 #include "encore/graph/body/internal/method_body.h"
-#include "encore/graph/internal/device_guard.h"
+#include "encore/core/internal/device_guard.h"
 #include "encore/graph/internal/messages.h"
-#include "encore/graph/internal/retired_owners.h"
+#include "encore/core/internal/retired_owners.h"
 
 namespace encore {
 
@@ -70,7 +70,7 @@ class RetiredInstance final : public Retired {
 Method::~Method() {
   // Destroying an instance waits for its last launch and frees its memory,
   // which a stream capture in progress may forbid: see Note [Owners
-  // destroyed inside a capture] (graph/internal/retired_owners.h).
+  // destroyed inside a capture] (core/internal/retired_owners.h).
   for (auto& m : instances_) {
     // No capture body of this method may run once it is gone, also while
     // its instances are kept (a capture in sight: the worker's own one,
@@ -104,19 +104,8 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
   return m;
 }
 
-void Method::NoteRun() {
-  // One call runs the hook; a call racing it goes on, and waits in the
-  // instance if the manager is asleep. Set before the hook runs, so a
-  // sleep during the hook clears it for the next call. Not under mu_: the
-  // hook takes the Manager's locks, which Report callers take before mu_.
-  if (!run_hook_done_.load(std::memory_order_relaxed) && !run_hook_done_.exchange(true)) {
-    if (on_run_) on_run_();
-  }
-}
-
+// Note [replay path] (graph/runtime/replay.cc): the first of its steps.
 Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
-  RetiredOwners::Drain(stream);
-  NoteRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Run(inputs, outputs, stream);
 }
@@ -124,7 +113,6 @@ Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef>
 Status Method::Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                           cudaStream_t stream) {
   RetiredOwners::Drain(stream);
-  NoteRun();
   ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
   return m->Precapture(inputs, outputs, stream);
 }

@@ -110,9 +110,6 @@ class Method {
   Method(MethodSpec spec, MethodFlags flags, std::shared_ptr<const EventLog> log, std::function<void()> on_run,
          std::shared_ptr<RankConsensus> consensus, std::string graph_dump_dir, std::shared_ptr<MemoryBudget> budget,
          std::shared_ptr<CaptureWorker> worker);
-  // Runs the manager's hook (on_run_) before the first call, and before the
-  // first call after a Manager::Sleep.
-  void NoteRun();
   // Manager::Sleep and Wake on every device: the bytes given back; the
   // first error of a wake.
   StatusOr<size_t> SleepInstances();
@@ -127,17 +124,14 @@ class Method {
   const std::vector<Stage> stages_;  // the body; a method given as one fn has one stage
   const MethodFlags flags_;
   const std::shared_ptr<const EventLog> log_;
-  // The manager's hook before a call: it logs the flags text's unknown names
-  // once, and wakes a sleeping manager (also when an instance finds itself
-  // asleep).
+  // The manager's hook, which each instance runs before its first call and
+  // its first call after a Manager::Sleep: it logs the flags text's unknown
+  // names once, and wakes a sleeping manager.
   const std::function<void()> on_run_;
   const std::shared_ptr<RankConsensus> consensus_;
   const std::string graph_dump_dir_;  // empty: no graph dumps
   const std::shared_ptr<MemoryBudget> budget_;  // the manager's graph memory
   const std::shared_ptr<CaptureWorker> worker_;  // the manager's (capture=background)
-  // Set once on_run_ has run, so a replay pays one relaxed load for it;
-  // cleared by Manager::Sleep.
-  std::atomic<bool> run_hook_done_{false};
 
   // The constants, shared with every instance: the one place they live.
   const std::shared_ptr<ConstantSet> constants_;

@@ -3,7 +3,7 @@
 // (global or thread-local mode, on this thread; global mode on another):
 // the capture ends, instantiates and replays right, and the method's
 // memory is freed by the next encore call made outside it (Note [Owners
-// destroyed inside a capture], graph/internal/retired_owners.h). Destroying
+// destroyed inside a capture], core/internal/retired_owners.h). Destroying
 // it there waited for its last launch and freed its memory inside the
 // capture, which CUDA refused and which invalidated the capture.
 #include <cuda_runtime.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "encore/core/cuda_error.h"
-#include "encore/graph/internal/retired_owners.h"
+#include "encore/core/internal/retired_owners.h"
 #include "encore/graph/manager.h"
 #include "encore/tests/device_buffer.h"
 #include "encore/tests/gpu_test_util.h"

@@ -97,6 +97,50 @@ TEST_F(ReplayPathGpuTest, AReplayIsOneGetDeviceAndOneGraphLaunch) {
   EXPECT_EQ(m->Report().replays, 8 - 1 + 2 * kCalls);
 }
 
+// Note [replay path]: a held replay is let go by everything that changes
+// what a call must do. Each change is followed by a call like the held one,
+// whose result must be the method's and whose path is the change's own.
+TEST_F(ReplayPathGpuTest, AHeldReplayIsLetGoByEveryChangeOfTheMethod) {
+  Method* m = Register(CaptureFirst());
+  ASSERT_NE(m, nullptr);
+  DeviceBuffer<float> x(kN), y(kN), x2(kN);
+  Fill(x, 1.0f);
+  Fill(x2, 9.0f);
+  TensorRef in = F32(x.get()), out = F32(y.get()), in2 = F32(x2.get());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m->Run({&in, 1}, {&out, 1}, s()).ok());  // capture, then held
+  Expect(y, 1.0f);
+  // A moved input: the held piece binds it, and the result follows it.
+  ASSERT_TRUE(m->Run({&in2, 1}, {&out, 1}, s()).ok());
+  Expect(y, 9.0f);
+  EXPECT_EQ(m->Report().captures, 1);
+  // Release: the next call captures again.
+  ASSERT_TRUE(m->Release().ok());
+  y.Fill(0.0f);
+  ASSERT_TRUE(m->Run({&in, 1}, {&out, 1}, s()).ok());
+  Expect(y, 1.0f);
+  EXPECT_EQ(m->Report().captures, 2);
+  ASSERT_TRUE(m->Run({&in, 1}, {&out, 1}, s()).ok());  // held again
+  // Sleep: the next call wakes the manager first, then replays.
+  ASSERT_TRUE(manager_->Sleep().ok());
+  ASSERT_TRUE(manager_->asleep());
+  y.Fill(0.0f);
+  ASSERT_TRUE(m->Run({&in, 1}, {&out, 1}, s()).ok());
+  EXPECT_FALSE(manager_->asleep());
+  Expect(y, 1.0f);
+  // Another stream: the call waits for the last launch there (slower path).
+  cudaStream_t other = nullptr;
+  ENCORE_CUDA_ASSERT(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  y.Fill(0.0f);
+  ASSERT_TRUE(m->Run({&in2, 1}, {&out, 1}, other).ok());
+  ENCORE_CUDA_ASSERT(cudaStreamSynchronize(other));
+  ENCORE_CUDA_ASSERT(cudaStreamDestroy(other));
+  Expect(y, 9.0f);
+  const MethodReport r = m->Report();
+  EXPECT_EQ(r.captures, 2);
+  EXPECT_EQ(r.eager_calls, 0);
+  EXPECT_EQ(r.replays, 6);
+}
+
 int g_launches = 0;
 int g_launches_in_log_scope = 0;
 

@@ -31,7 +31,7 @@ import re
 # The packages of the engine under graph/, lowest first. A file of a package
 # may include (`#include "encore/graph/<pkg>/..."`) the headers of its own
 # package and of the packages before it in the list, never after.
-#   internal: the CUDA graph owners Graph/GraphExec, StreamCapture, the capture fence, messages
+#   internal: the CUDA graph owners Graph/GraphExec, StreamCapture, messages
 #   body:     the method's body, stages, constants and the runner of its stages
 #   checks:   Call::Check
 #   control:  conditional nodes, If/While

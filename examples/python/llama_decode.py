@@ -45,12 +45,14 @@ def make_cache(model, max_len):
 
 
 def cache_tensors(cache) -> dict:
-    """The cache's key and value tensors by name (they exist once a forward
-    pass has used the cache)."""
+    """Every tensor of the cache by name, the state a decode step writes:
+    each layer's keys and values and, in transformers 5, its device counter
+    `cumulative_length` (they exist once a forward pass has used the cache).
+    A written tensor left unlisted would be written twice by the capture's
+    binding probe, which rewinds only what is listed."""
     out = {}
     for i, layer in enumerate(getattr(cache, "layers", [])):
-        for attr in ("keys", "values"):
-            t = getattr(layer, attr, None)
+        for attr, t in vars(layer).items():
             if isinstance(t, torch.Tensor):
                 out[f"cache.{i}.{attr}"] = t
     for attr in ("key_cache", "value_cache"):

@@ -145,8 +145,12 @@ Status DirectForm::AddCompletion(const StagedNodes& nodes, const std::vector<cud
 // endpoint is, and whose destination stays the static buffer. Whether the
 // body reads it or not, it reads the caller's values; the probe, which
 // poisons the static buffers, sees them overwritten by the copy first, so
-// a body that uses such an input as an index never reads poison.
+// a body that uses such an input as an index never reads poison, and does
+// not take the copy's write for a reference the scan missed
+// (Probe::StaticsWritten). Only a method given as one fn copies: a piece of
+// a longer one leaves most of the method's inputs to other pieces.
 Status DirectForm::AddInputCopies(std::span<const CopiedInput> copied) {
+  for (const CopiedInput& c : copied) rewrites_.copied.push_back(c.tensor);
   if (copied.empty()) return OkStatus();
   cudaGraph_t g = graph_.get();
   size_t count = 0;

@@ -72,7 +72,7 @@ std::optional<BindingInput> ChoosePieceBinding(const CaptureContext& c, PieceGra
       // another piece. The probe poisons encore's static buffers, and a
       // piece that writes one through device memory is caught by the
       // poison it overwrote (Probe::StaticsWritten), so such a piece is
-      // left to the probe. Inputs no node names are copied in either way.
+      // left to the probe, as are inputs it never names (BuildDirect).
       if (facts.unsafe_reason.empty() && c.info.body.segments().size() == 1) {
         facts.unsafe_reason = UnreferencedOutput(in.scan, in.static_inputs, in.static_outputs);
       }
@@ -87,7 +87,12 @@ std::optional<BindingInput> ChoosePieceBinding(const CaptureContext& c, PieceGra
 }
 
 double BuildDirect(const CaptureContext& c, PieceGraph& piece, BindingInput in, int64_t index, CaptureCounts& counts) {
-  const std::vector<CopiedInput> copied = UnreferencedInputs(in.scan, in.static_inputs);
+  // A piece of a longer method often leaves inputs of the method to other
+  // pieces: it copies none (the probe's poison catches one it reads through
+  // device memory), as it stages for no output it leaves.
+  const std::vector<CopiedInput> copied = c.info.body.segments().size() == 1
+                                              ? UnreferencedInputs(in.scan, in.static_inputs)
+                                              : std::vector<CopiedInput>{};
   StatusOr<std::unique_ptr<DirectForm>> d =
       DirectForm::Build(*piece.staged.graph(), in.nodes, std::move(in.scan),
                         AddressesOf(in.static_inputs, in.static_outputs),

@@ -130,6 +130,8 @@ std::string Probe::StaticsWritten(cudaStream_t stream, Status* error) {
   std::vector<TensorRef> buffers;
   std::vector<std::string> names;
   for (size_t i = 0; i < entry_.static_inputs.size(); ++i) {
+    // Its own copy writes the static buffer of an input no node names.
+    if (piece_.direct && piece_.direct->copies(i)) continue;
     buffers.push_back(entry_.static_inputs[i]);
     names.push_back("input " + std::to_string(i));
   }

@@ -6,7 +6,7 @@
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/graph/internal/capture_fence.h"
+#include "encore/core/internal/capture_fence.h"
 #include "encore/graph/checks/internal/device_check_kernel.h"
 #include "encore/graph/internal/messages.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "encore/core/status.h"
-#include "encore/graph/internal/capture_fence.h"
+#include "encore/core/internal/capture_fence.h"
 #include "encore/graph/internal/graph.h"
 
 namespace encore {

@@ -225,6 +225,7 @@ void MethodInstance::RecordJob(uint64_t id) {
 }
 
 void MethodInstance::FinishBackground(uint64_t id, BackgroundRecord record) {
+  held_ = HeldReplay{};
   BackgroundCaptures::Job* job = s_.background.Get(id);
   if (job == nullptr || s_.background.stale(*job) || !s_.ledger.graphs.on()) {
     // Abandoned while it was recorded (Release, Precapture, graphs off).

@@ -39,31 +39,14 @@ MethodInstance::~MethodInstance() {
   if (s_.store.budget.budget) s_.store.budget.budget->Adjust(-static_cast<int64_t>(s_.store.budget.counted));
 }
 
-Status MethodInstance::Run(Args inputs, Args outputs, cudaStream_t stream) {
-  ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Run"));
-  std::unique_lock<std::mutex> lock(mu_);
-  if (s_.store.arena.asleep()) WakeForCall(lock);
-  if (s_.DeviceFailurePending()) ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
-  // A replay destroys no owner, so it needs no log scope.
-  Status replayed;
-  const FastPath tried = dispatcher_.TryReplay(inputs, outputs, stream, &replayed);
-  if (tried == FastPath::kReplayed) {
-    s_.store.last_launch.EndCall();  // one branch: only a call whose last launch has no record node records
-    return replayed;
-  }
-  LogScope log_scope(&s_.info.log, s_.info.name);  // owners destroyed in this call log to the application's logger
-  Status s = dispatcher_.Run(inputs, outputs, stream, tried);
-  s_.store.last_launch.EndCall();  // on every path: the pieces' graphs have no record node
-  return s;
-}
-
 Status MethodInstance::Precapture(Args inputs, Args outputs, cudaStream_t stream) {
   LogScope log_scope(&s_.info.log, s_.info.name);
   ENCORE_RETURN_IF_ERROR(s_.runner.RejectReentry("Precapture"));
   std::unique_lock<std::mutex> lock(mu_);
-  if (s_.store.arena.asleep()) WakeForCall(lock);
+  if (call_hook_due_ || s_.store.arena.asleep()) WakeForCall(lock);
   // Precapture captures in the foreground, now: the worker's jobs go first.
   QuiesceBackground(lock);
+  held_ = HeldReplay{};  // after every wait that released mu_
   ENCORE_RETURN_IF_ERROR(s_.TakeDeviceFailure());
   Status s = dispatcher_.Precapture(inputs, outputs, stream);
   s_.store.last_launch.EndCall();
@@ -79,6 +62,7 @@ Status MethodInstance::Release() {
 
 Status MethodInstance::ReleaseLocked(std::unique_lock<std::mutex>& lock) {
   QuiesceBackground(lock);
+  held_ = HeldReplay{};  // after the wait, which releases mu_
   ENCORE_RETURN_IF_ERROR(s_.store.last_launch.Wait());
   s_.store.cache.Clear();
   s_.constants.DropScratch();

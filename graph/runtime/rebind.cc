@@ -39,6 +39,7 @@ Status MethodInstance::RebindConstants(const ConstantRebind& rebind) {
   // A capture being recorded in the background would keep the old
   // addresses: the worker's jobs go first (a later call queues them again).
   QuiesceBackground(lock);
+  held_ = HeldReplay{};  // after the wait, which releases mu_
   // A capture checks the listed constants for host memory again.
   s_.ledger.constants_checked = false;
   // Nothing captured (or nothing that replays): the next capture records

@@ -2,8 +2,9 @@
 // Manager::Sleep and Wake on one method instance: the memory behind its
 // graph arena given back and mapped again at the same addresses
 // (allocator/internal/slab_memory.h), so its executables, which hold those
-// addresses, replay after a wake with no capture. A call that finds its
-// instance asleep wakes the manager first.
+// addresses, replay after a wake with no capture. The first call after a
+// sleep finds no held replay (Note [replay path], replay.cc) and wakes the
+// manager first.
 #include <string>
 #include <utility>
 
@@ -24,6 +25,10 @@ StatusOr<size_t> MethodInstance::Sleep() {
     s_.background.AbandonQueued();
     WaitWhileRecording(lock);
   }
+  // After the wait, which releases mu_: no call replays a graph whose
+  // memory sleeps, and the next one wakes the manager.
+  held_ = HeldReplay{};
+  call_hook_due_ = true;
   // Every launch that may still use the slabs: the graphs' last launch,
   // and encore's own work after it, which records the same event.
   ENCORE_RETURN_IF_ERROR(s_.store.last_launch.Wait());
@@ -48,6 +53,7 @@ Status MethodInstance::Wake() {
 }
 
 Status MethodInstance::WakeLocked(std::unique_lock<std::mutex>& lock) {
+  held_ = HeldReplay{};
   Status s = s_.store.arena.Wake();
   if (s.ok()) return OkStatus();
   // No memory to map back (taken by others while asleep): the graphs go,
@@ -62,6 +68,7 @@ Status MethodInstance::WakeLocked(std::unique_lock<std::mutex>& lock) {
 
 void MethodInstance::WakeForCall(std::unique_lock<std::mutex>& lock) {
   // The manager's wake takes every instance's mutex, this one's too.
+  call_hook_due_ = false;
   lock.unlock();
   if (wake_manager_) wake_manager_();
   lock.lock();

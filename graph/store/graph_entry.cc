@@ -18,7 +18,7 @@ StatusOr<BoundExec> PieceGraph::Bind(Args inputs, Args outputs, int64_t* new_var
                                      const std::string& method, const CallSignature& signature) {
   if (direct) {
     StatusOr<const GraphExec*> d = direct->Bind(inputs, outputs, new_variants);
-    if (d.ok() && *d != nullptr) return BoundExec{*d, direct->bumps_sequence()};
+    if (d.ok() && *d != nullptr) return BoundExec{*d, direct->bumps_sequence(), direct->settled()};
     // CUDA refused to point a node at these buffers (a memcpy endpoint in
     // pinned-host or managed memory): the staged graph, whose kernels copy
     // them in and out, answers the call, as it does overlapping tensors.
@@ -38,7 +38,17 @@ StatusOr<BoundExec> PieceGraph::Bind(Args inputs, Args outputs, int64_t* new_var
   }
   ENCORE_ASSIGN_OR_RETURN(StagedForm::Cache::Variant * v,
                           staged.variants().Bind(inputs, outputs, staged, new_variants));
-  return BoundExec{&v->exec, true};
+  return BoundExec{&v->exec, true, staged.variants().Settled()};
+}
+
+std::optional<BoundExec> PieceGraph::Held(Args inputs, Args outputs) const {
+  // Bind answers from the direct form when it took these addresses, else
+  // from the staged graph (Bind's order).
+  if (direct) {
+    if (const GraphExec* e = direct->Held(inputs, outputs)) return BoundExec{e, direct->bumps_sequence(), true};
+  }
+  if (const StagedForm::Cache::Variant* v = staged.variants().Held(inputs, outputs)) return BoundExec{&v->exec, true, true};
+  return std::nullopt;
 }
 
 PieceRebind PieceGraph::FindConstants(Args old_storage, std::span<const std::string> names, Args staying,

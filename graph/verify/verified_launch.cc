@@ -5,7 +5,7 @@
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/cuda_error.h"
-#include "encore/graph/internal/capture_fence.h"
+#include "encore/core/internal/capture_fence.h"
 
 namespace encore {
 namespace {

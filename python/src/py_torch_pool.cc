@@ -11,7 +11,7 @@
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/internal/scoped_capture_mode.h"
-#include "encore/graph/internal/device_guard.h"
+#include "encore/core/internal/device_guard.h"
 #include "py_status.h"
 
 namespace nb = nanobind;

@@ -23,8 +23,8 @@ set(ENCORE_CPU_TESTS
   graph/binding/variant_cache_test
   graph/body/constant_moves_test
   graph/body/method_body_test
-  graph/capture_fence_test
-  graph/capture_worker_test
+  core/capture_fence_test
+  core/capture_worker_test
   graph/capture/graph_dump_test
   graph/checks/device_check_kernel_args_test
   graph/control/conditional_support_test
@@ -32,7 +32,7 @@ set(ENCORE_CPU_TESTS
   graph/manager_test
   graph/runtime/background_captures_test
   graph/method_report_test
-  graph/retired_owners_test
+  core/retired_owners_test
   graph/verify/block_map_test
   graph/verify/checksum_hash_test
   graph/verify/output_compare_test

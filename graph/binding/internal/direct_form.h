@@ -77,6 +77,13 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // Per tensor (inputs, then outputs): whether some node of it names it.
   bool names(size_t tensor) const { return tensor < rewrites_.referenced.size() && rewrites_.referenced[tensor]; }
   const Graph& graph() const { return graph_; }
+  // The inputs it copies into their static buffers before the body.
+  bool copies(size_t input) const {
+    for (int t : rewrites_.copied) {
+      if (static_cast<size_t>(t) == input) return true;
+    }
+    return false;
+  }
   // What cudaGraphClone alone took in Build, microseconds (capture_phases).
   double clone_us() const { return clone_us_; }
   // Bind calls, and those that had to rewrite an executable (auto's
@@ -102,6 +109,15 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
   // when CUDA refuses a rewrite now (a memcpy endpoint in pinned-host or
   // managed memory): the set is remembered.
   StatusOr<const GraphExec*> Bind(Args inputs, Args outputs, int64_t* new_variants);
+  // Whether the last Bind's executable is what the same addresses get again
+  // with no work (VariantCache::Settled).
+  bool settled() const { return variants_.Settled(); }
+  // The last Bind's executable when it is bound to these addresses and
+  // settled, else null; changes nothing.
+  const GraphExec* Held(Args inputs, Args outputs) const {
+    const Cache::Variant* v = variants_.Held(inputs, outputs);
+    return v != nullptr ? &v->exec : nullptr;
+  }
   // Bind for the capture's probe, whose buffers are encore's snapshots: the
   // statistics stay as they were.
   StatusOr<const GraphExec*> BindForProbe(Args inputs, Args outputs);
@@ -150,6 +166,7 @@ class DirectForm : public VariantForm<GraphExec, std::monostate> {
     std::vector<KernelSite> kernels;
     std::vector<EndpointSite> endpoints;
     std::vector<bool> referenced;  // per tensor
+    std::vector<int> copied;       // the inputs copied in (CopiedInput::tensor)
   };
 
   Graph graph_;

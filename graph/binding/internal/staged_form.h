@@ -96,6 +96,7 @@ class StagedForm : public VariantForm<GraphExec, StagedExtra> {
   void SetGraph(std::shared_ptr<Graph> graph) { graph_ = std::move(graph); }
   const std::shared_ptr<Graph>& graph() const { return graph_; }
   Cache& variants() { return variants_; }
+  const Cache& variants() const { return variants_; }
   void set_max_variants(size_t n) { variants_ = Cache(n); }
   // The caller's addresses as the captured heads hold them (the capture
   // call's): what the first executable is bound to.

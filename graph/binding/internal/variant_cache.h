@@ -99,6 +99,17 @@ class VariantCache {
     return &variants_[mru_];
   }
 
+  // Whether the last Bind's executable is what a Bind of the same addresses
+  // returns again with no work: clean, or no room for a clean one.
+  bool Settled() const { return !variants_[mru_].rewritten || variants_.size() >= max_; }
+  // The last Bind's executable when it is bound to these addresses and
+  // Settled, else null (the replay path holds it: Note [replay path],
+  // graph/runtime/replay.cc). Changes nothing.
+  const Variant* Held(Args inputs, Args outputs) const {
+    if (variants_.empty() || !SameAddresses(variants_[mru_].bound, inputs, outputs) || !Settled()) return nullptr;
+    return &variants_[mru_];
+  }
+
   // Binds that had to rewrite an executable, and all binds counted.
   int64_t binds() const { return binds_; }
   int64_t rewrite_calls() const { return rewrite_calls_; }

@@ -63,6 +63,8 @@ class DeviceChecks {
   // Whether a check has recorded a failure not yet taken (the record is
   // mapped host memory: no CUDA call; a check still running is not seen).
   bool failure_pending() const { return record_ && record_->host()->failed; }
+  // Whether a body of this method called Call::Check (the record exists).
+  bool in_use() const { return record_ != nullptr; }
   // Takes a failure recorded by encore's own run of a graph (the binding
   // probe), which belongs to no call: clears it without counting or logging
   // it as a check failure. Its message, or empty when none is recorded.

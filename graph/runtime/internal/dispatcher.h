@@ -82,6 +82,9 @@ class Dispatcher {
   void ReviewBuckets(int64_t index);
 
  public:
+  // The trace-level line of every replay, verified or not, the held ones
+  // (MethodInstance::Run) included.
+  void LogReplay(int64_t index) const;
   // --- capture=background (background.cc), with the instance's mutex held.
   // Abandons the jobs queued for the worker and the graphs it made that
   // no call launched yet (their memory freed); one being recorded is
@@ -113,8 +116,6 @@ class Dispatcher {
   Status PaddedReplay(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index, int64_t rows);
   Status LaunchPiece(GraphEntry& g, PieceGraph& piece, const CallPlan& plan, cudaStream_t stream, int64_t index);
   Status ReplaySegments(GraphEntry& g, const CallPlan& plan, cudaStream_t stream, int64_t index);
-  // The trace-level line of every replay, verified or not.
-  void LogReplay(int64_t index) const;
 
   InstanceState& s_;
 };

@@ -26,7 +26,7 @@
 #include "encore/graph/control/internal/control_state.h"
 #include "encore/graph/internal/call_host.h"
 #include "encore/graph/pad/internal/padding.h"
-#include "encore/graph/internal/capture_worker.h"
+#include "encore/core/internal/capture_worker.h"
 #include "encore/graph/runtime/internal/background_captures.h"
 #include "encore/graph/runtime/internal/ledger.h"
 #include "encore/graph/store/internal/graph_store.h"

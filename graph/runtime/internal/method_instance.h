@@ -35,6 +35,7 @@ class MethodInstance final : public internal::CallHost {
   MethodInstance(const MethodInstance&) = delete;
   MethodInstance& operator=(const MethodInstance&) = delete;
 
+  // The replay path (replay.cc, Note [replay path]).
   Status Run(Args inputs, Args outputs, cudaStream_t stream);
   Status Precapture(Args inputs, Args outputs, cudaStream_t stream);
   // Drops the graphs, their memory and the captured shapes (the constants
@@ -69,6 +70,24 @@ class MethodInstance final : public internal::CallHost {
   Status While(Call& call, const bool* device_cond, const MethodFn& body_fn, int64_t max_iterations) override;
 
  private:
+  // The replay the next call like the last one repeats with one launch
+  // (Note [replay path]); `piece` null: none is held. Let go, under mu_,
+  // by everything that changes what a call must do.
+  struct HeldReplay {
+    GraphEntry* entry = nullptr;
+    PieceGraph* piece = nullptr;
+    const GraphExec* exec = nullptr;
+    bool bumps_sequence = false;
+    cudaStream_t stream = nullptr;
+    size_t inputs = 0;
+    std::vector<TensorRef> tensors;  // the call's inputs, then its outputs
+  };
+  // Every call the held replay does not answer (replay.cc): the matching
+  // graph replayed, else the Dispatcher's decision.
+  Status RunOther(Args inputs, Args outputs, cudaStream_t stream);
+  // After RunOther replayed the most recent graph: held when nothing acts
+  // per launch (Note [replay path]).
+  void HoldReplay(Args inputs, Args outputs, cudaStream_t stream);
   void FillGraphReport(MethodReport& r) const;
   // --- capture=background (background.cc)
   // The worker's task: records job `id` (the mutex taken only to pick it
@@ -88,8 +107,9 @@ class MethodInstance final : public internal::CallHost {
   Status ReleaseLocked(std::unique_lock<std::mutex>& lock);
   // Wake with `lock` (of mu_) held.
   Status WakeLocked(std::unique_lock<std::mutex>& lock);
-  // A call found the arena asleep: the manager is woken (mu_ released
-  // meanwhile), then this instance if a sleep came in between.
+  // The first call, or the first after a sleep (call_hook_due_): the
+  // manager's hook runs (mu_ released meanwhile), which wakes the manager
+  // when asleep; then this instance wakes if a sleep came in between.
   void WakeForCall(std::unique_lock<std::mutex>& lock);
   // Every piece's references to the moved constants, or why they cannot all
   // be rewritten; then the rewrite of what was found.
@@ -101,6 +121,10 @@ class MethodInstance final : public internal::CallHost {
   const std::function<void()> wake_manager_;
   InstanceState s_;
   Dispatcher dispatcher_{s_};
+  HeldReplay held_;
+  // The next call that takes the slower path runs the manager's hook
+  // first: set at the start and by Sleep.
+  bool call_hook_due_ = true;
   mutable std::mutex mu_;
 };
 

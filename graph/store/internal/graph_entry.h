@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -33,6 +34,9 @@ class EventLog;
 struct BoundExec {
   const GraphExec* exec = nullptr;
   bool bumps_sequence = true;
+  // A Bind of the same addresses returns this executable again with no
+  // work (VariantCache::Settled): the replay path may hold it.
+  bool settled = false;
 };
 
 // How a piece's graph reaches the caller's buffers (the choice, and why),
@@ -87,6 +91,10 @@ struct PieceGraph {
   // method when the direct form's rewrite is refused (logged once).
   StatusOr<BoundExec> Bind(Args inputs, Args outputs, int64_t* new_variants, const EventLog& log,
                            const std::string& method, const CallSignature& signature);
+  // What Bind just returned for these tensors when it would return it again
+  // with no work (the replay path holds it); nothing otherwise. Changes
+  // nothing.
+  std::optional<BoundExec> Held(Args inputs, Args outputs) const;
   // Constants that moved (Method::RebindConstants): the graph's references
   // into their `old_storage` (named by `names`), changing nothing, and in
   // `*why` why they cannot all be rewritten (empty when they can): a

@@ -22,7 +22,8 @@
 //   - this thread's per-thread default stream, capturing.
 // With one in sight, the owners are kept here, and the first encore call
 // that sees none destroys them (Manager::Create and Register, a Manager's
-// destructor, Method::Run, Precapture and Release); a process that makes no
+// destructor, Precapture, Release, and every Method::Run but a held replay,
+// Note [replay path] in graph/runtime/replay.cc); a process that makes no
 // such call again keeps them until it exits. A capture on a non-blocking
 // stream that encore was not called on cannot be seen: for it, every
 // destruction here runs with this thread's capture mode relaxed
@@ -31,8 +32,8 @@
 // call that conflicts with a capture in every mode (a device-wide sync, as
 // the capture fence says) is not covered by that; docs/limitations.md says
 // what is left.
-#ifndef ENCORE_GRAPH_INTERNAL_RETIRED_OWNERS_H_
-#define ENCORE_GRAPH_INTERNAL_RETIRED_OWNERS_H_
+#ifndef ENCORE_CORE_INTERNAL_RETIRED_OWNERS_H_
+#define ENCORE_CORE_INTERNAL_RETIRED_OWNERS_H_
 
 #include <cuda_runtime_api.h>
 
@@ -85,4 +86,4 @@ class RetiredOwners {
 
 }  // namespace encore
 
-#endif  // ENCORE_GRAPH_INTERNAL_RETIRED_OWNERS_H_
+#endif  // ENCORE_CORE_INTERNAL_RETIRED_OWNERS_H_

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/graph/internal/retired_owners.h"
+#include "encore/core/internal/retired_owners.h"
 
 #include <algorithm>
 #include <mutex>
@@ -8,8 +8,8 @@
 
 #include "encore/core/internal/cuda_api.h"
 #include "encore/core/internal/scoped_capture_mode.h"
-#include "encore/graph/internal/capture_fence.h"
-#include "encore/graph/internal/device_guard.h"
+#include "encore/core/internal/capture_fence.h"
+#include "encore/core/internal/device_guard.h"
 
 namespace encore {
 namespace {

@@ -10,8 +10,8 @@
 // until it has ended, and a device-wide sync waits for the tickets of every
 // thread to be returned while new captures wait for the sync. Captures that
 // encore does not make (the application's own) are not covered.
-#ifndef ENCORE_GRAPH_INTERNAL_CAPTURE_FENCE_H_
-#define ENCORE_GRAPH_INTERNAL_CAPTURE_FENCE_H_
+#ifndef ENCORE_CORE_INTERNAL_CAPTURE_FENCE_H_
+#define ENCORE_CORE_INTERNAL_CAPTURE_FENCE_H_
 
 #include <chrono>
 
@@ -52,4 +52,4 @@ class CaptureTicket {
 
 }  // namespace encore
 
-#endif  // ENCORE_GRAPH_INTERNAL_CAPTURE_FENCE_H_
+#endif  // ENCORE_CORE_INTERNAL_CAPTURE_FENCE_H_

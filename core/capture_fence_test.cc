@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fence between captures and device-wide syncs, with the device sync
 // answered by the fault seam (no GPU needed).
-#include "encore/graph/internal/capture_fence.h"
+#include "encore/core/internal/capture_fence.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // DeviceGuard: makes a device current for a scope, through the fault table.
-#ifndef ENCORE_GRAPH_INTERNAL_DEVICE_GUARD_H_
-#define ENCORE_GRAPH_INTERNAL_DEVICE_GUARD_H_
+#ifndef ENCORE_CORE_INTERNAL_DEVICE_GUARD_H_
+#define ENCORE_CORE_INTERNAL_DEVICE_GUARD_H_
 
 #include "encore/core/internal/cuda_api.h"
 
@@ -30,4 +30,4 @@ class DeviceGuard {
 
 }  // namespace encore
 
-#endif  // ENCORE_GRAPH_INTERNAL_DEVICE_GUARD_H_
+#endif  // ENCORE_CORE_INTERNAL_DEVICE_GUARD_H_

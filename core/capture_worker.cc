@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "encore/graph/internal/capture_worker.h"
+#include "encore/core/internal/capture_worker.h"
 
 #include <algorithm>
 

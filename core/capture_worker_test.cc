@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The background captures' worker thread (graph/internal/capture_worker.h):
+// The background captures' worker thread (core/internal/capture_worker.h):
 // order, cancelling an owner's tasks, waiting for one owner or for all, and
 // going away with tasks queued. No GPU.
-#include "encore/graph/internal/capture_worker.h"
+#include "encore/core/internal/capture_worker.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 // (Manager::WaitForCaptures). The thread starts with the first task. No
 // CUDA here: what a task does is its owner's business, and it must not
 // throw (an exception is caught and dropped).
-#ifndef ENCORE_GRAPH_INTERNAL_CAPTURE_WORKER_H_
-#define ENCORE_GRAPH_INTERNAL_CAPTURE_WORKER_H_
+#ifndef ENCORE_CORE_INTERNAL_CAPTURE_WORKER_H_
+#define ENCORE_CORE_INTERNAL_CAPTURE_WORKER_H_
 
 #include <condition_variable>
 #include <cstddef>
@@ -58,4 +58,4 @@ class CaptureWorker {
 
 }  // namespace encore
 
-#endif  // ENCORE_GRAPH_INTERNAL_CAPTURE_WORKER_H_
+#endif  // ENCORE_CORE_INTERNAL_CAPTURE_WORKER_H_

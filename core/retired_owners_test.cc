@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // When a destroyed method's owners are kept and when they go, with the
 // captures encore can see faked in the fault table: no GPU.
-#include "encore/graph/internal/retired_owners.h"
+#include "encore/core/internal/retired_owners.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "encore/core/internal/cuda_api.h"
-#include "encore/graph/internal/capture_fence.h"
+#include "encore/core/internal/capture_fence.h"
 
 namespace encore {
 namespace {
