@@ -106,8 +106,15 @@ StatusOr<MethodInstance*> Method::InstanceForCurrentDevice() {
 
 // Note [replay path] (graph/runtime/replay.cc): the first of its steps.
 Status Method::Run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, cudaStream_t stream) {
-  ENCORE_ASSIGN_OR_RETURN(MethodInstance * m, InstanceForCurrentDevice());
-  return m->Run(inputs, outputs, stream);
+  StatusOr<MethodInstance*> m = InstanceForCurrentDevice();
+  if (!m.ok()) [[unlikely]] {
+    // No instance runs the manager's hook for a call that reaches none (no
+    // device): the call is the application's first run all the same, for
+    // the hook's hints on the flags text's names.
+    if (on_run_) on_run_();
+    return m.status();
+  }
+  return (*m)->Run(inputs, outputs, stream);
 }
 
 Status Method::Precapture(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
