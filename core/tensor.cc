@@ -112,10 +112,6 @@ bool Dims::push_back(int64_t d) {
   return true;
 }
 
-bool operator==(const Dims& a, const Dims& b) {
-  return a.rank_ == b.rank_ && std::equal(a.begin(), a.end(), b.begin());
-}
-
 std::string Dims::ToString() const {
   std::string s = "(";
   for (int i = 0; i < rank_; ++i) {

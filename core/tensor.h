@@ -4,6 +4,7 @@
 #ifndef ENCORE_CORE_TENSOR_H_
 #define ENCORE_CORE_TENSOR_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -52,7 +53,10 @@ class Dims {
   // Appends a dimension; false if the rank is already kMaxRank.
   bool push_back(int64_t d);
 
-  friend bool operator==(const Dims& a, const Dims& b);
+  // Inline: the replay path compares every tensor's sizes and strides.
+  friend bool operator==(const Dims& a, const Dims& b) {
+    return a.rank_ == b.rank_ && std::equal(a.begin(), a.end(), b.begin());
+  }
   friend bool operator!=(const Dims& a, const Dims& b) { return !(a == b); }
 
   // "(2,3,4,4)"

@@ -150,7 +150,6 @@ Status DirectForm::AddCompletion(const StagedNodes& nodes, const std::vector<cud
 // (Probe::StaticsWritten). Only a method given as one fn copies: a piece of
 // a longer one leaves most of the method's inputs to other pieces.
 Status DirectForm::AddInputCopies(std::span<const CopiedInput> copied) {
-  for (const CopiedInput& c : copied) rewrites_.copied.push_back(c.tensor);
   if (copied.empty()) return OkStatus();
   cudaGraph_t g = graph_.get();
   size_t count = 0;
@@ -169,6 +168,7 @@ Status DirectForm::AddInputCopies(std::span<const CopiedInput> copied) {
     ENCORE_CUDA_CALL(GraphMemcpyNodeGetParams, node, &e.copy);
     e.tensor = {c.tensor, -1};  // the source follows the caller; the destination stays
     rewrites_.endpoints.push_back(e);
+    rewrites_.copied.push_back(c.tensor);
     ++sites_;
   }
   return OkStatus();

@@ -35,9 +35,9 @@
 #include <optional>
 
 #include "encore/core/internal/cuda_api.h"
+#include "encore/core/internal/retired_owners.h"
 #include "encore/graph/capture/internal/binding_choice.h"
 #include "encore/graph/capture/internal/verification.h"
-#include "encore/core/internal/retired_owners.h"
 #include "encore/graph/runtime/internal/dispatcher.h"
 #include "encore/graph/runtime/internal/method_instance.h"
 #include "encore/graph/store/internal/launch.h"
@@ -52,11 +52,7 @@ bool SameTensors(const std::vector<TensorRef>& held, Args tensors, size_t first,
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorRef& a = tensors[i];
     const TensorRef& b = held[first + i];
-    if (a.dtype != b.dtype || a.shape.size() != b.shape.size() || a.strides.size() != b.strides.size() ||
-        !std::equal(a.shape.begin(), a.shape.end(), b.shape.begin()) ||
-        !std::equal(a.strides.begin(), a.strides.end(), b.strides.begin())) {
-      return false;
-    }
+    if (a.dtype != b.dtype || a.shape != b.shape || a.strides != b.strides) return false;
     if (a.data == b.data) continue;
     if (a.data == nullptr && a.numel() != 0) return false;
     *moved = true;
